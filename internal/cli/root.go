@@ -1,0 +1,160 @@
+// Package cli wires volanogo's commands to its engines. Each command binds
+// its flags into an options struct and calls one engine (internal/server,
+// internal/load, internal/report); no benchmark logic lives here.
+//
+// Commands register themselves from their own files with register, so that
+// adding a command never edits this one.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/volanogo/volanogo/internal/buildinfo"
+)
+
+// IO is where a command reads and writes: the process's standard streams in
+// main, buffers in tests.
+type IO struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// commands holds the constructors registered by the command files.
+var commands []func(*IO) *cobra.Command
+
+func register(newCmd func(*IO) *cobra.Command) { commands = append(commands, newCmd) }
+
+// UsageError is a bad command line: the command's usage is printed and the
+// process exits with status 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// ExitError ends the process with Code after printing nothing more than
+// the command already printed (Msg, when set, goes to stderr).
+type ExitError struct {
+	Code int
+	Msg  string
+}
+
+func (e *ExitError) Error() string {
+	if e.Msg != "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+// NewRoot builds the volanogo command tree.
+func NewRoot(io *IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "volanogo",
+		Short: "VolanoMark rebuilt in Go: chat server, client swarm and the Volano Report",
+		Long: `volanogo measures how well a platform carries a chat server with thousands
+of long-lived connections, as VolanoMark did from 1997 to 2005: a chat
+server, a swarm of users taking turns broadcasting in rooms of 20, and a
+report that turns runs into scores, scalability tables and footnotes.`,
+		Version:       buildinfo.Get().Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	root.SetVersionTemplate(buildinfo.Get().String() + "\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	root.AddCommand(newVersionCmd(io))
+	for _, newCmd := range commands {
+		c := newCmd(io)
+		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+		root.AddCommand(c)
+	}
+	return root
+}
+
+func newVersionCmd(io *IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and Go version of this build",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(io.Out, buildinfo.Get().String())
+			return err
+		},
+	}
+}
+
+// Main runs volanogo with args (without the program name) and returns the
+// process exit status: 0 success, 1 failure, 2 usage.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	io := &IO{In: stdin, Out: stdout, Err: stderr}
+	root := NewRoot(io)
+	root.SetArgs(normalizeArgs(root, args))
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		if exit.Msg != "" {
+			fmt.Fprintln(stderr, exit.Msg)
+		}
+		return exit.Code
+	}
+	var usage *UsageError
+	if errors.As(err, &usage) || strings.HasPrefix(err.Error(), "unknown command") ||
+		strings.HasPrefix(err.Error(), "accepts ") || strings.HasPrefix(err.Error(), "requires ") {
+		fmt.Fprintf(stderr, "volanogo %s: %v\n", cmd.Name(), err)
+		fmt.Fprint(stderr, cmd.UsageString())
+		return 2
+	}
+	fmt.Fprintf(stderr, "volanogo %s: %v\n", cmd.Name(), err)
+	return 1
+}
+
+// normalizeArgs lets every command take its long options with one dash, as
+// VolanoMark's did ("-rooms 105"): an argument "-name" or "-name=value"
+// whose name is a long flag of the selected command (and not a run of
+// shorthand letters) becomes "--name". Arguments after "--" are untouched.
+func normalizeArgs(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return args
+	}
+	out := make([]string, len(args))
+	copy(out, args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name := a[1:]
+		if j := strings.IndexByte(name, '='); j >= 0 {
+			name = name[:j]
+		}
+		if len(name) < 2 {
+			continue
+		}
+		if lookupFlag(cmd, name) != nil {
+			out[i] = "-" + a
+		}
+	}
+	return out
+}
+
+func lookupFlag(cmd *cobra.Command, name string) *pflag.Flag {
+	if f := cmd.Flags().Lookup(name); f != nil {
+		return f
+	}
+	return cmd.InheritedFlags().Lookup(name)
+}
