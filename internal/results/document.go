@@ -1,0 +1,301 @@
+package results
+
+import (
+	"time"
+)
+
+// SchemaVersion is the version of the result document written by this
+// build. Readers accept every version up to and including it.
+const SchemaVersion = 1
+
+// Document is the result of one run of `volanogo load` (or of one shard of
+// a run). It is written as one JSON object. Field names are stable: a new
+// field may be added within a schema version, a change of meaning needs a
+// new version.
+type Document struct {
+	// Schema is SchemaVersion when written by this build.
+	Schema int `json:"schema"`
+	// RunID identifies the run; every shard of one run carries the same id.
+	RunID string `json:"run_id"`
+	// Shard is set when the run was split across processes or machines.
+	Shard *Shard `json:"shard,omitempty"`
+	// Label names the platform under test; report groups rows by it.
+	Label string `json:"label"`
+	// Tool is the volanogo build that wrote the document.
+	Tool Tool `json:"tool"`
+	// CommandLine is the client's argv, program name included.
+	CommandLine []string `json:"command_line"`
+	Config      Config   `json:"config"`
+	// Environment is the client machine.
+	Environment Environment `json:"environment"`
+	// Step and Run place the document within a sweep: Step is the number of
+	// rooms of this step, Run the 1-based run number within the step.
+	// Discarded marks a run excluded by the run rules (the first one).
+	Step      int  `json:"step,omitempty"`
+	Run       int  `json:"run,omitempty"`
+	Discarded bool `json:"discarded,omitempty"`
+
+	// Started and Ended bound the whole run, set-up included.
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// TimedStart and TimedEnd bound the timed (chat) phase.
+	TimedStart time.Time `json:"timed_start"`
+	TimedEnd   time.Time `json:"timed_end"`
+	// SetupSeconds is the untimed connection set-up.
+	SetupSeconds float64 `json:"setup_seconds"`
+	// ElapsedSeconds is the timed phase, as Mark measures it (milliseconds
+	// resolution).
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+
+	// Passed is true when the run completed with no failure of any kind.
+	Passed bool `json:"passed"`
+	// Interrupted is true when the run was stopped (SIGINT) before its end.
+	Interrupted bool `json:"interrupted,omitempty"`
+
+	Counts Counts `json:"counts"`
+	// Score is Mark's "Average throughput": total messages / elapsed
+	// seconds, rounded half up; 0 when the run failed or lasted under 1 s.
+	Score int64 `json:"score"`
+	// Throughput is total / elapsed unrounded, also for failed runs.
+	Throughput float64 `json:"throughput"`
+
+	// Latency holds the HDR histograms of the run by name (see the Latency*
+	// constants). Values are nanoseconds.
+	Latency map[string]*Histogram `json:"latency,omitempty"`
+	// Timeline is messages per second of the timed phase.
+	Timeline *Timeline `json:"timeline,omitempty"`
+
+	Connections Connections `json:"connections"`
+	// Failures are counted by kind, each with its first example.
+	Failures []Failure `json:"failures,omitempty"`
+
+	// Client is the resource use of the load process over the timed phase.
+	Client Usage `json:"client"`
+	// Server is the server's resource use over the timed phase, when known.
+	Server *ServerUsage `json:"server,omitempty"`
+
+	// Paced is set for open-loop (pause) runs.
+	Paced *Paced `json:"paced,omitempty"`
+	// Churn is set for the connection-churn scenario.
+	Churn *Churn `json:"churn,omitempty"`
+}
+
+// Shard says which part of a run a document holds.
+type Shard struct {
+	Index int `json:"index"` // 0-based
+	Count int `json:"count"`
+	// StartAt is the agreed wall-clock start of the timed phase, if any.
+	StartAt time.Time `json:"start_at,omitzero"`
+	// ClockOffsetSeconds is how late this shard's timed phase actually began
+	// relative to StartAt (its own clock).
+	ClockOffsetSeconds float64 `json:"clock_offset_seconds,omitempty"`
+	// Rooms are the room numbers this shard ran.
+	Rooms []int `json:"rooms,omitempty"`
+}
+
+// Tool is the build of volanogo that wrote a document.
+type Tool struct {
+	Name      string `json:"name"` // "volanogo"
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	GoVersion string `json:"go_version"`
+}
+
+// Scenario names.
+const (
+	ScenarioTurns = "turns" // Mark's turn-taking (pause 0)
+	ScenarioPaced = "paced" // open loop, one message per user every pause
+	ScenarioChurn = "churn" // connect, enter, chat, exit, close, repeated
+)
+
+// Config is the run's configuration as the client understood it.
+type Config struct {
+	Scenario  string `json:"scenario"`
+	Transport string `json:"transport"` // "tcp" or "ws"
+	Host      string `json:"host,omitempty"`
+	Port      int    `json:"port,omitempty"`
+	URL       string `json:"url,omitempty"`
+	StartRoom int    `json:"start"`
+	Rooms     int    `json:"rooms"`
+	Users     int    `json:"users"`
+	Count     int    `json:"count"`
+	// PauseSeconds is 0 for turn-taking.
+	PauseSeconds        float64  `json:"pause_seconds"`
+	DurationSeconds     float64  `json:"duration_seconds,omitempty"`
+	ConnectRate         float64  `json:"connect_rate,omitempty"`
+	ConnectConcurrency  int      `json:"connect_concurrency,omitempty"`
+	StallTimeoutSeconds float64  `json:"stall_timeout_seconds,omitempty"`
+	SLOSeconds          float64  `json:"slo_seconds,omitempty"`
+	Bind                []string `json:"bind,omitempty"`
+	// ServerCPUs is the number of processors the spawned server was
+	// restricted to (0 = not restricted or not spawned).
+	ServerCPUs int `json:"server_cpus,omitempty"`
+	// ServerCommand is the command that started the server, when the client
+	// started it (--serve or --server-cmd).
+	ServerCommand []string `json:"server_command,omitempty"`
+}
+
+// Environment describes a machine.
+type Environment struct {
+	Hostname      string `json:"hostname"`
+	OS            string `json:"os"`                     // runtime.GOOS
+	Arch          string `json:"arch"`                   // runtime.GOARCH
+	Kernel        string `json:"kernel"`                 // uname -r
+	Distribution  string `json:"distribution,omitempty"` // PRETTY_NAME of /etc/os-release
+	CPUModel      string `json:"cpu_model"`
+	CPUs          int    `json:"cpus"` // logical processors online
+	MemoryBytes   int64  `json:"memory_bytes"`
+	GoVersion     string `json:"go_version"`
+	GOMAXPROCS    int    `json:"gomaxprocs"`
+	OpenFilesSoft int64  `json:"open_files_soft"`
+	OpenFilesHard int64  `json:"open_files_hard"`
+	// EphemeralPorts is net.ipv4.ip_local_port_range, e.g. "32768 60999".
+	EphemeralPorts string `json:"ephemeral_ports,omitempty"`
+}
+
+// Counts are Mark's totals. Expected is rooms × users × count for sent and
+// the total a faultless turn-taking run reaches (0 when open-ended).
+type Counts struct {
+	Sent          int64 `json:"sent"`
+	Received      int64 `json:"received"`
+	Total         int64 `json:"total"`
+	ExpectedSent  int64 `json:"expected_sent,omitempty"`
+	ExpectedTotal int64 `json:"expected_total,omitempty"`
+	// Confirms counts Chat confirms received (not part of Mark's total).
+	Confirms int64 `json:"confirms,omitempty"`
+}
+
+// Histogram names in Document.Latency.
+const (
+	// LatencyDelivery: from the send of a chat to the arrival of each of
+	// its indications (turn-taking: every indication; paced: from the
+	// actual send).
+	LatencyDelivery = "delivery"
+	// LatencyDeliveryScheduled: paced runs, from the time the send was
+	// scheduled (corrected for coordinated omission).
+	LatencyDeliveryScheduled = "delivery_scheduled"
+	// LatencyTurn: turn-taking, from the send of message n in a room to the
+	// send of message n+1 in that room.
+	LatencyTurn = "turn"
+	// LatencyConnect: from connect() to the EnterRoom confirm.
+	LatencyConnect = "connect"
+	// LatencySequence: churn, one whole sequence (excluding each user's
+	// first, see Churn.First).
+	LatencySequence = "sequence"
+)
+
+// Histogram is an HDR histogram of nanosecond values with a summary that a
+// reader without an HDR library can use.
+type Histogram struct {
+	// HDR is the histogram in the HdrHistogram V2 compressed encoding,
+	// base64 (hdrhistogram-go Histogram.Encode / hdrhistogram.Decode).
+	HDR   string  `json:"hdr"`
+	Count int64   `json:"count"`
+	Min   int64   `json:"min_ns"`
+	Max   int64   `json:"max_ns"`
+	Mean  float64 `json:"mean_ns"`
+	P50   int64   `json:"p50_ns"`
+	P90   int64   `json:"p90_ns"`
+	P99   int64   `json:"p99_ns"`
+	P999  int64   `json:"p999_ns"`
+}
+
+// Timeline is the timed phase second by second. When a run is long the
+// interval grows (2 s, 4 s, ...) so that a timeline never has more than
+// MaxTimelinePoints points.
+type Timeline struct {
+	IntervalSeconds float64 `json:"interval_seconds"`
+	// Sent[i] and Received[i] are the messages of interval i.
+	Sent     []int64 `json:"sent"`
+	Received []int64 `json:"received"`
+}
+
+// MaxTimelinePoints bounds Timeline.
+const MaxTimelinePoints = 3600
+
+// Connections counts the client's connections.
+type Connections struct {
+	Attempted   int64 `json:"attempted"`
+	Established int64 `json:"established"`
+	// Peak is the most connections open at once.
+	Peak int64 `json:"peak"`
+}
+
+// Failure kinds, for footnotes.
+const (
+	FailRefused      = "refused"        // ECONNREFUSED
+	FailOpenFiles    = "open_files"     // EMFILE/ENFILE in the client
+	FailNoSourcePort = "no_source_port" // EADDRNOTAVAIL
+	FailTimeout      = "timeout"        // a phase deadline passed
+	FailReset        = "reset"          // ECONNRESET
+	FailClosed       = "closed"         // the server closed a connection
+	FailProtocol     = "protocol"       // a packet the client could not decode or did not expect
+	FailServerError  = "server_error"   // a StreamableError from the server (its text in Example)
+	FailDenied       = "denied"         // Access or EnterRoom refused
+	FailStall        = "stall"          // a room made no progress for the stall timeout
+	FailIntegrity    = "integrity"      // a lost, duplicated or reordered message, or wrong totals
+	FailServerStart  = "server_start"   // a spawned server did not start
+	FailShard        = "shard"          // a shard process failed
+	FailOther        = "other"
+)
+
+// Failure is one kind of failure: how often, and the first example.
+type Failure struct {
+	Kind    string `json:"kind"`
+	Count   int64  `json:"count"`
+	Example string `json:"example"`
+	// At is when the first example happened.
+	At time.Time `json:"at,omitzero"`
+}
+
+// Usage is a process's resource use over the timed phase.
+type Usage struct {
+	CPUUserSeconds   float64 `json:"cpu_user_seconds"`
+	CPUSystemSeconds float64 `json:"cpu_system_seconds"`
+	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
+	// CPUPerMessageMicros is (user+system) / total messages, in µs.
+	CPUPerMessageMicros float64 `json:"cpu_per_message_us,omitempty"`
+}
+
+// ServerUsage is what the client learnt of the server.
+type ServerUsage struct {
+	// Source is "metrics" (Prometheus process collector) or "proc".
+	Source     string  `json:"source"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUPercent is CPUSeconds / elapsed × 100 (100 = one processor).
+	CPUPercent          float64 `json:"cpu_percent"`
+	RSSStartBytes       int64   `json:"rss_start_bytes"`
+	RSSEndBytes         int64   `json:"rss_end_bytes"`
+	CPUPerMessageMicros float64 `json:"cpu_per_message_us,omitempty"`
+	// CPUs and GOMAXPROCS the server ran with, when known.
+	CPUs       int `json:"cpus,omitempty"`
+	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
+	// After the run, when the server exposes them (churn leak check).
+	OpenConnections int64 `json:"open_connections,omitempty"`
+	Goroutines      int64 `json:"goroutines,omitempty"`
+	OpenFDs         int64 `json:"open_fds,omitempty"`
+}
+
+// Paced is the outcome of an open-loop step.
+type Paced struct {
+	ConcurrentUsers int64   `json:"concurrent_users"`
+	InPerSecond     float64 `json:"in_per_second"`  // chats sent by clients
+	OutPerSecond    float64 `json:"out_per_second"` // confirms + indications received
+	// Broken is set when the step broke: connections refused or dropped,
+	// messages lost, or p99 over the SLO. Reason says which.
+	Broken bool   `json:"broken"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Churn is the outcome of the churn scenario.
+type Churn struct {
+	Sequences          int64   `json:"sequences"`
+	SequencesPerSecond float64 `json:"sequences_per_second"`
+	// First is the histogram of each user's first sequence (cold); the
+	// rest are in Latency[LatencySequence].
+	First *Histogram `json:"first,omitempty"`
+	// Leak is the server's state after the run compared with before it.
+	LeakedConnections int64 `json:"leaked_connections"`
+	LeakedGoroutines  int64 `json:"leaked_goroutines"`
+	LeakedFDs         int64 `json:"leaked_fds"`
+}
