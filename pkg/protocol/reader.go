@@ -1,0 +1,152 @@
+package protocol
+
+import (
+	"errors"
+	"io"
+)
+
+// initialBuffer is the Reader's starting buffer size: enough for every
+// packet of a VolanoMark chat, small enough for 20,000 connections.
+const initialBuffer = 512
+
+// Frame is one complete packet found by Reader.Next. Raw and Body point into
+// the Reader's buffer and are valid only until the next call of Next.
+type Frame struct {
+	ID   ID
+	Type Type
+	Raw  []byte // the whole packet, header included
+	Body []byte // the packet after the header
+}
+
+// Decode decodes the frame into a typed packet (allocating; the packet does
+// not refer to the Reader's buffer).
+func (f Frame) Decode() (Packet, error) { return DecodeMessage(f.Raw) }
+
+// Reader splits a byte stream (a TCP connection) into packets. Since the
+// stream has no length prefixes, it walks each packet's layout to find its
+// end; it does not check string contents (Frame.Decode and ParseChat do).
+//
+// The buffer starts at 512 bytes and grows only when one packet needs more,
+// never beyond maxPacket. In steady state Next does not allocate.
+type Reader struct {
+	r     io.Reader
+	max   int
+	buf   []byte
+	start int   // first unconsumed byte
+	end   int   // end of the bytes read
+	err   error // sticky error returned by Next
+	rerr  error // error from the underlying reader, after its bytes
+}
+
+// NewReader returns a Reader of r that refuses packets larger than
+// maxPacket bytes (ErrTooLarge); maxPacket <= 0 means DefaultMaxPacket.
+func NewReader(r io.Reader, maxPacket int) *Reader {
+	if maxPacket <= 0 {
+		maxPacket = DefaultMaxPacket
+	}
+	return &Reader{r: r, max: maxPacket}
+}
+
+// Buffered returns the number of bytes read from the stream but not yet
+// returned as frames.
+func (r *Reader) Buffered() int { return r.end - r.start }
+
+// Next returns the next complete packet. It returns io.EOF when the stream
+// ends cleanly between packets and io.ErrUnexpectedEOF when it ends inside
+// one. A packet that is malformed in structure (unknown id, negative count,
+// larger than maxPacket) gives a *DecodeError. Errors are sticky: the stream
+// cannot be followed past them.
+func (r *Reader) Next() (Frame, error) {
+	if r.err != nil {
+		return Frame{}, r.err
+	}
+	for {
+		need := 1
+		if r.end > r.start {
+			d := dec{b: r.buf[r.start:r.end], limit: r.max}
+			d.scan()
+			if d.code == nil {
+				raw := r.buf[r.start : r.start+d.off : r.start+d.off]
+				r.start += d.off
+				if r.start == r.end {
+					r.start, r.end = 0, 0
+				}
+				return Frame{ID: d.id, Type: d.typ, Raw: raw, Body: raw[d.hdrLen:]}, nil
+			}
+			if d.code != ErrIncomplete {
+				r.err = d.error()
+				return Frame{}, r.err
+			}
+			need = d.need
+		}
+		if err := r.fill(need); err != nil {
+			r.err = err
+			return Frame{}, err
+		}
+	}
+}
+
+// ReadPacket returns the next packet decoded (Next followed by
+// Frame.Decode).
+func (r *Reader) ReadPacket() (Packet, error) {
+	f, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	p, err := f.Decode()
+	if err != nil {
+		r.err = err
+	}
+	return p, err
+}
+
+// maxEmptyReads bounds successive (0, nil) reads, as bufio does.
+const maxEmptyReads = 100
+
+// fill reads until at least need bytes are buffered from r.start.
+func (r *Reader) fill(need int) error {
+	if r.buf == nil {
+		r.buf = make([]byte, min(initialBuffer, r.max))
+	}
+	if need > len(r.buf) {
+		// need <= r.max: dec checks it against the limit.
+		size := max(need, 2*len(r.buf))
+		size = min(size, r.max)
+		nb := make([]byte, size)
+		r.end = copy(nb, r.buf[r.start:r.end])
+		r.start = 0
+		r.buf = nb
+	} else if r.start+need > len(r.buf) {
+		r.end = copy(r.buf, r.buf[r.start:r.end])
+		r.start = 0
+	}
+	empty := 0
+	for r.end-r.start < need {
+		if r.rerr != nil {
+			if r.rerr != io.EOF {
+				return r.rerr
+			}
+			if r.end == r.start {
+				return io.EOF
+			}
+			return io.ErrUnexpectedEOF
+		}
+		n, err := r.r.Read(r.buf[r.end:])
+		if n < 0 || n > len(r.buf)-r.end {
+			return errors.New("protocol: io.Reader returned an invalid count")
+		}
+		r.end += n
+		switch {
+		case err != nil:
+			// Bytes read with the error come first.
+			r.rerr = err
+		case n == 0:
+			if empty++; empty >= maxEmptyReads {
+				return io.ErrNoProgress
+			}
+		default:
+			empty = 0
+		}
+	}
+	return nil
+}
