@@ -19,6 +19,9 @@ type Document struct {
 	RunID string `json:"run_id"`
 	// Shard is set when the run was split across processes or machines.
 	Shard *Shard `json:"shard,omitempty"`
+	// Shards is the number of shard documents merged into this one (see
+	// Merge); 0 for a document written by one process.
+	Shards int `json:"shards,omitempty"`
 	// Label names the platform under test; report groups rows by it.
 	Label string `json:"label"`
 	// Tool is the volanogo build that wrote the document.
@@ -78,6 +81,10 @@ type Document struct {
 	Paced *Paced `json:"paced,omitempty"`
 	// Churn is set for the connection-churn scenario.
 	Churn *Churn `json:"churn,omitempty"`
+
+	// Source is where the document was read from (a file name, or "-"),
+	// set by Read; it is not part of the JSON.
+	Source string `json:"-"`
 }
 
 // Shard says which part of a run a document holds.

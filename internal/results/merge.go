@@ -1,0 +1,302 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Merge merges the shards of one run into one document. The shards must
+// share a RunID and have distinct shard indexes (a single document without a
+// Shard is returned as a copy). The result:
+//
+//   - Shard is nil and Shards is the number of shards merged;
+//   - RunID, Label, Tool, CommandLine, Config, Environment, Step, Run come
+//     from the shard with the lowest index (shards should record the whole
+//     run in Config and their own rooms in Shard.Rooms);
+//   - Counts (expected ones included), Connections (Peak too: the sum of
+//     the shards' peaks is an upper bound of the run's peak, since shards
+//     need not peak together), Failures (the example is the earliest one)
+//     add up; histograms merge by name; timelines merge aligned on each
+//     shard's TimedStart;
+//   - Started and TimedStart are the earliest, Ended and TimedEnd the latest,
+//     so ElapsedSeconds = latest TimedEnd − earliest TimedStart (to the
+//     millisecond, as Mark measures), or the longest shard's elapsed time
+//     when the shards lack timed-phase times; SetupSeconds is the longest;
+//   - Score and Throughput are recomputed from the total and the merged
+//     elapsed time with MarkScore (Score is 0 unless the merged run passed);
+//   - Passed only if every shard passed and no shard is missing (a missing
+//     shard is recorded as a FailShard failure); Interrupted and Discarded
+//     if any shard was;
+//   - Client: CPU seconds add, PeakRSSBytes is the largest shard's (the
+//     peak of one process, not of the sum), CPU per message is recomputed;
+//   - Server: all shards measured the same server, so its usage is taken
+//     from the lowest-index shard that has it, with CPUPerMessageMicros
+//     recomputed over the merged total;
+//   - Paced: users and rates add, Broken if any; Churn: sequences and
+//     leaks add (leaks: the largest), rates are recomputed, First merges.
+func Merge(shards []*Document) (*Document, error) {
+	if len(shards) == 0 {
+		return nil, errors.New("merge: no documents")
+	}
+	for i, d := range shards {
+		if d == nil {
+			return nil, fmt.Errorf("merge: document %d is nil", i)
+		}
+	}
+	if len(shards) == 1 && shards[0].Shard == nil {
+		c := *shards[0]
+		return &c, nil
+	}
+	id := shards[0].RunID
+	count := 0
+	seen := map[int]string{}
+	for _, d := range shards {
+		name := d.Source
+		if name == "" {
+			name = "run " + d.RunID
+		}
+		if d.RunID != id {
+			return nil, fmt.Errorf("merge: %s has run id %q, not %q", name, d.RunID, id)
+		}
+		if d.Shard == nil {
+			return nil, fmt.Errorf("merge: %s (run %s) is not a shard, but the run has %d documents", name, id, len(shards))
+		}
+		if count == 0 {
+			count = d.Shard.Count
+		}
+		if d.Shard.Count != count {
+			return nil, fmt.Errorf("merge: %s is shard %d of %d, but another shard of run %s says of %d", name, d.Shard.Index, d.Shard.Count, id, count)
+		}
+		if prev, dup := seen[d.Shard.Index]; dup {
+			return nil, fmt.Errorf("merge: run %s has shard %d twice (%s and %s)", id, d.Shard.Index, prev, name)
+		}
+		seen[d.Shard.Index] = name
+	}
+	sorted := append([]*Document(nil), shards...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Shard.Index < sorted[j].Shard.Index })
+
+	first := sorted[0]
+	m := &Document{
+		Schema:      SchemaVersion,
+		RunID:       first.RunID,
+		Shards:      len(sorted),
+		Label:       first.Label,
+		Tool:        first.Tool,
+		CommandLine: first.CommandLine,
+		Config:      first.Config,
+		Environment: first.Environment,
+		Step:        first.Step,
+		Run:         first.Run,
+		Passed:      true,
+		Source:      first.Source,
+	}
+	var fs mergedFailures
+	var timelines []TimelineAt
+	latency := map[string][]*Histogram{}
+	var latencyNames []string
+	var churnFirst []*Histogram
+	maxElapsed := 0.0
+	for _, d := range sorted {
+		m.Started = earliest(m.Started, d.Started)
+		m.Ended = latest(m.Ended, d.Ended)
+		m.TimedStart = earliest(m.TimedStart, d.TimedStart)
+		m.TimedEnd = latest(m.TimedEnd, d.TimedEnd)
+		m.SetupSeconds = max(m.SetupSeconds, d.SetupSeconds)
+		maxElapsed = max(maxElapsed, d.ElapsedSeconds)
+		m.Passed = m.Passed && d.Passed
+		m.Interrupted = m.Interrupted || d.Interrupted
+		m.Discarded = m.Discarded || d.Discarded
+
+		m.Counts.Sent += d.Counts.Sent
+		m.Counts.Received += d.Counts.Received
+		m.Counts.Total += d.Counts.Total
+		m.Counts.ExpectedSent += d.Counts.ExpectedSent
+		m.Counts.ExpectedTotal += d.Counts.ExpectedTotal
+		m.Counts.Confirms += d.Counts.Confirms
+
+		m.Connections.Attempted += d.Connections.Attempted
+		m.Connections.Established += d.Connections.Established
+		m.Connections.Peak += d.Connections.Peak
+
+		for _, f := range d.Failures {
+			fs.add(f)
+		}
+		if d.Timeline != nil {
+			timelines = append(timelines, TimelineAt{Start: d.TimedStart, Timeline: d.Timeline})
+		}
+		for name, h := range d.Latency {
+			if _, ok := latency[name]; !ok {
+				latencyNames = append(latencyNames, name)
+			}
+			latency[name] = append(latency[name], h)
+		}
+
+		m.Client.CPUUserSeconds += d.Client.CPUUserSeconds
+		m.Client.CPUSystemSeconds += d.Client.CPUSystemSeconds
+		m.Client.PeakRSSBytes = max(m.Client.PeakRSSBytes, d.Client.PeakRSSBytes)
+		if m.Server == nil && d.Server != nil {
+			s := *d.Server
+			m.Server = &s
+		}
+		if d.Paced != nil {
+			if m.Paced == nil {
+				m.Paced = &Paced{}
+			}
+			m.Paced.ConcurrentUsers += d.Paced.ConcurrentUsers
+			m.Paced.InPerSecond += d.Paced.InPerSecond
+			m.Paced.OutPerSecond += d.Paced.OutPerSecond
+			if d.Paced.Broken {
+				m.Paced.Broken = true
+				if m.Paced.Reason == "" {
+					m.Paced.Reason = d.Paced.Reason
+				}
+			}
+		}
+		if d.Churn != nil {
+			if m.Churn == nil {
+				m.Churn = &Churn{}
+			}
+			m.Churn.Sequences += d.Churn.Sequences
+			m.Churn.LeakedConnections = max(m.Churn.LeakedConnections, d.Churn.LeakedConnections)
+			m.Churn.LeakedGoroutines = max(m.Churn.LeakedGoroutines, d.Churn.LeakedGoroutines)
+			m.Churn.LeakedFDs = max(m.Churn.LeakedFDs, d.Churn.LeakedFDs)
+			if d.Churn.First != nil {
+				churnFirst = append(churnFirst, d.Churn.First)
+			}
+		}
+	}
+	if len(sorted) < count {
+		var missing []int
+		for i := 0; i < count; i++ {
+			if _, ok := seen[i]; !ok {
+				missing = append(missing, i)
+			}
+		}
+		fs.add(Failure{Kind: FailShard, Count: int64(len(missing)),
+			Example: fmt.Sprintf("run %s: no document from shard(s) %v of %d", id, missing, count)})
+		m.Passed = false
+	}
+	m.Failures = fs.list
+
+	if !m.TimedStart.IsZero() && !m.TimedEnd.IsZero() && m.TimedEnd.After(m.TimedStart) {
+		m.ElapsedSeconds = float64(m.TimedEnd.Sub(m.TimedStart).Milliseconds()) / 1000
+	} else {
+		m.ElapsedSeconds = maxElapsed
+	}
+	ms := int64(m.ElapsedSeconds*1000 + 0.5)
+	if score, ok := MarkScore(m.Counts.Total, ms); ok && m.Passed {
+		m.Score = score
+	}
+	if m.ElapsedSeconds > 0 {
+		m.Throughput = float64(m.Counts.Total) / m.ElapsedSeconds
+	}
+	if m.Counts.Total > 0 {
+		m.Client.CPUPerMessageMicros = (m.Client.CPUUserSeconds + m.Client.CPUSystemSeconds) / float64(m.Counts.Total) * 1e6
+		if m.Server != nil && m.Server.CPUSeconds > 0 {
+			m.Server.CPUPerMessageMicros = m.Server.CPUSeconds / float64(m.Counts.Total) * 1e6
+		}
+	}
+	if m.Churn != nil && m.ElapsedSeconds > 0 {
+		m.Churn.SequencesPerSecond = float64(m.Churn.Sequences) / m.ElapsedSeconds
+	}
+
+	if len(latencyNames) > 0 {
+		m.Latency = make(map[string]*Histogram, len(latencyNames))
+		for _, name := range latencyNames {
+			h, err := MergeHistograms(latency[name]...)
+			if err != nil {
+				return nil, fmt.Errorf("merge run %s: latency %q: %w", id, name, err)
+			}
+			if h != nil {
+				m.Latency[name] = h
+			}
+		}
+	}
+	if len(churnFirst) > 0 {
+		h, err := MergeHistograms(churnFirst...)
+		if err != nil {
+			return nil, fmt.Errorf("merge run %s: churn first: %w", id, err)
+		}
+		m.Churn.First = h
+	}
+	if len(timelines) > 0 {
+		m.Timeline, _ = MergeTimelines(timelines...)
+	}
+	return m, nil
+}
+
+type mergedFailures struct {
+	list []Failure
+}
+
+func (m *mergedFailures) add(f Failure) {
+	for i := range m.list {
+		g := &m.list[i]
+		if g.Kind != f.Kind {
+			continue
+		}
+		g.Count += f.Count
+		if !f.At.IsZero() && (g.At.IsZero() || f.At.Before(g.At)) {
+			g.At, g.Example = f.At, f.Example
+		}
+		return
+	}
+	m.list = append(m.list, f)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.IsZero() || b.After(a) {
+		return b
+	}
+	return a
+}
+
+// GroupRuns groups documents by RunID, groups in the order in which their
+// run first appears, documents within a group in input order.
+func GroupRuns(docs []*Document) [][]*Document {
+	var groups [][]*Document
+	index := map[string]int{}
+	for _, d := range docs {
+		if d == nil {
+			continue
+		}
+		i, ok := index[d.RunID]
+		if !ok {
+			i = len(groups)
+			index[d.RunID] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], d)
+	}
+	return groups
+}
+
+// MergeAll groups docs by run and merges each group (see Merge): a run of
+// one unsharded document is passed through unchanged. A group that cannot
+// be merged is left out and its error returned.
+func MergeAll(docs []*Document) ([]*Document, []error) {
+	var out []*Document
+	var errs []error
+	for _, g := range GroupRuns(docs) {
+		if len(g) == 1 && g[0].Shard == nil {
+			out = append(out, g[0])
+			continue
+		}
+		m, err := Merge(g)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, errs
+}

@@ -1,0 +1,149 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Validate checks what a reader relies on: a known schema, a run id,
+// non-negative counts, times and resource figures, Total = Sent + Received,
+// a consistent shard, timeline and failure list, and histograms that decode
+// and agree with their Count. Read calls it on every document and Write on
+// every document it writes.
+func (d *Document) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	nonNeg := func(name string, v int64) {
+		if v < 0 {
+			bad("%s is negative (%d)", name, v)
+		}
+	}
+	nonNegF := func(name string, v float64) {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			bad("%s is %v", name, v)
+		}
+	}
+	if d.Schema < 1 || d.Schema > SchemaVersion {
+		bad("schema %d (this build reads 1 to %d)", d.Schema, SchemaVersion)
+	}
+	if strings.TrimSpace(d.RunID) == "" {
+		bad("no run_id")
+	}
+	if s := d.Shard; s != nil {
+		if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+			bad("shard %d of %d", s.Index, s.Count)
+		}
+	}
+	nonNeg("shards", int64(d.Shards))
+	nonNeg("step", int64(d.Step))
+	nonNeg("run", int64(d.Run))
+	nonNeg("config.rooms", int64(d.Config.Rooms))
+	nonNeg("config.users", int64(d.Config.Users))
+	nonNeg("config.count", int64(d.Config.Count))
+	nonNegF("setup_seconds", d.SetupSeconds)
+	nonNegF("elapsed_seconds", d.ElapsedSeconds)
+
+	c := d.Counts
+	nonNeg("counts.sent", c.Sent)
+	nonNeg("counts.received", c.Received)
+	nonNeg("counts.total", c.Total)
+	nonNeg("counts.expected_sent", c.ExpectedSent)
+	nonNeg("counts.expected_total", c.ExpectedTotal)
+	nonNeg("counts.confirms", c.Confirms)
+	if c.Sent >= 0 && c.Received >= 0 && c.Total != c.Sent+c.Received {
+		bad("counts.total %d is not sent %d + received %d", c.Total, c.Sent, c.Received)
+	}
+	nonNeg("score", d.Score)
+	nonNegF("throughput", d.Throughput)
+
+	for name, h := range d.Latency {
+		if name == "" {
+			bad("latency histogram with an empty name")
+		}
+		if err := h.validate(); err != nil {
+			bad("latency %q: %v", name, err)
+		}
+	}
+	if d.Timeline != nil {
+		if err := d.Timeline.validate(); err != nil {
+			bad("timeline: %v", err)
+		}
+	}
+	nonNeg("connections.attempted", d.Connections.Attempted)
+	nonNeg("connections.established", d.Connections.Established)
+	nonNeg("connections.peak", d.Connections.Peak)
+	for i, f := range d.Failures {
+		if f.Kind == "" {
+			bad("failures[%d] has no kind", i)
+		}
+		nonNeg(fmt.Sprintf("failures[%d].count", i), f.Count)
+	}
+	nonNegF("client.cpu_user_seconds", d.Client.CPUUserSeconds)
+	nonNegF("client.cpu_system_seconds", d.Client.CPUSystemSeconds)
+	nonNeg("client.peak_rss_bytes", d.Client.PeakRSSBytes)
+	nonNegF("client.cpu_per_message_us", d.Client.CPUPerMessageMicros)
+	if s := d.Server; s != nil {
+		nonNegF("server.cpu_seconds", s.CPUSeconds)
+		nonNegF("server.cpu_percent", s.CPUPercent)
+		nonNeg("server.rss_start_bytes", s.RSSStartBytes)
+		nonNeg("server.rss_end_bytes", s.RSSEndBytes)
+	}
+	if p := d.Paced; p != nil {
+		nonNeg("paced.concurrent_users", p.ConcurrentUsers)
+		nonNegF("paced.in_per_second", p.InPerSecond)
+		nonNegF("paced.out_per_second", p.OutPerSecond)
+	}
+	if ch := d.Churn; ch != nil {
+		nonNeg("churn.sequences", ch.Sequences)
+		nonNegF("churn.sequences_per_second", ch.SequencesPerSecond)
+		if ch.First != nil {
+			if err := ch.First.validate(); err != nil {
+				bad("churn.first: %v", err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (h *Histogram) validate() error {
+	if h == nil {
+		return errors.New("null histogram")
+	}
+	if h.Count < 0 {
+		return fmt.Errorf("count is negative (%d)", h.Count)
+	}
+	if h.HDR == "" {
+		if h.Count != 0 {
+			return fmt.Errorf("no hdr encoding for %d values", h.Count)
+		}
+		return nil
+	}
+	hh, err := h.Decode()
+	if err != nil {
+		return err
+	}
+	if hh.TotalCount() != h.Count {
+		return fmt.Errorf("count %d but the hdr encoding holds %d", h.Count, hh.TotalCount())
+	}
+	return nil
+}
+
+func (t *Timeline) validate() error {
+	if !(t.IntervalSeconds > 0) || math.IsInf(t.IntervalSeconds, 0) {
+		return fmt.Errorf("interval_seconds is %v", t.IntervalSeconds)
+	}
+	if len(t.Sent) != len(t.Received) {
+		return fmt.Errorf("%d sent points but %d received", len(t.Sent), len(t.Received))
+	}
+	if len(t.Sent) > MaxTimelinePoints {
+		return fmt.Errorf("%d points (at most %d)", len(t.Sent), MaxTimelinePoints)
+	}
+	for i := range t.Sent {
+		if t.Sent[i] < 0 || t.Received[i] < 0 {
+			return fmt.Errorf("point %d is negative", i)
+		}
+	}
+	return nil
+}
