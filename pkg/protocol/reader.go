@@ -55,7 +55,8 @@ func (r *Reader) Buffered() int { return r.end - r.start }
 // ends cleanly between packets and io.ErrUnexpectedEOF when it ends inside
 // one. A packet that is malformed in structure (unknown id, negative count,
 // larger than maxPacket) gives a *DecodeError. Errors are sticky: the stream
-// cannot be followed past them.
+// cannot be followed past them; except a timeout from the underlying reader
+// (a read deadline), after which Next may be called again.
 func (r *Reader) Next() (Frame, error) {
 	if r.err != nil {
 		return Frame{}, r.err
@@ -80,7 +81,9 @@ func (r *Reader) Next() (Frame, error) {
 			need = d.need
 		}
 		if err := r.fill(need); err != nil {
-			r.err = err
+			if !isTimeout(err) {
+				r.err = err
+			}
 			return Frame{}, err
 		}
 	}
@@ -98,6 +101,13 @@ func (r *Reader) ReadPacket() (Packet, error) {
 		r.err = err
 	}
 	return p, err
+}
+
+// isTimeout reports whether err is a passed deadline (net.Error with
+// Timeout, os.ErrDeadlineExceeded): not an end of the stream.
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // maxEmptyReads bounds successive (0, nil) reads, as bufio does.
@@ -137,6 +147,11 @@ func (r *Reader) fill(need int) error {
 		}
 		r.end += n
 		switch {
+		case err != nil && isTimeout(err):
+			// A read deadline passed: the bytes so far stay buffered and
+			// the next call reads on, so a caller may use deadlines to
+			// wait with a timeout (an idle check, say).
+			return err
 		case err != nil:
 			// Bytes read with the error come first.
 			r.rerr = err

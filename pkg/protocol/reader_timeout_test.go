@@ -1,0 +1,38 @@
+package protocol
+
+import (
+	"io"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// timeoutReader returns its chunks in turn, each followed by a deadline
+// error, as a net.Conn with a read deadline does.
+type timeoutReader struct{ chunks [][]byte }
+
+func (r *timeoutReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.chunks[0])
+	r.chunks = r.chunks[1:]
+	return n, os.ErrDeadlineExceeded
+}
+
+func TestReaderContinuesAfterTimeout(t *testing.T) {
+	b, err := (&Chat{Type: Request, RoomName: "Room1", UserName: "Mark1", Text: "hello"}).AppendPacket(nil)
+	require.NoError(t, err)
+	r := NewReader(&timeoutReader{chunks: [][]byte{b[:3], b[3:10], b[10:]}}, 0)
+	for range 2 {
+		_, err := r.Next()
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	}
+	p, err := r.ReadPacket()
+	require.NoError(t, err)
+	assert.Equal(t, "hello", p.(*Chat).Text)
+	_, err = r.Next()
+	assert.ErrorIs(t, err, io.EOF)
+}
