@@ -1,0 +1,329 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// writeStall is how long a blocked write may wait before its receiver is
+// cut off as a slow consumer, whatever its buffered bytes.
+const writeStall = 30 * time.Second
+
+// conn is one client connection, over TCP or WebSocket.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	raw    syscall.RawConn // TCP on unix: for non-blocking writes
+	ws     *websocket.Conn
+	remote string
+
+	mu        sync.Mutex // guards the fields below
+	out       []byte     // TCP: bytes the socket has not taken yet
+	spare     []byte
+	wsq       [][]byte // WebSocket: packets waiting for the writer
+	queued    int      // bytes waiting (either transport)
+	flushing  bool     // TCP: a writer goroutine owns out
+	closed    bool
+	reason    string
+	lingering string        // close with this reason once the queue is written
+	wake      chan struct{} // WebSocket writer
+
+	// Owned by the reading goroutine.
+	accessed bool
+	guestOf  *room
+	members  []*member
+	scratch  []byte
+	reader   *protocol.Reader
+	strikes  int
+
+	// Guarded by s.privMu.
+	privs []*private
+}
+
+func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
+	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String()}
+	if sc, ok := nc.(syscall.Conn); ok && canRawWrite {
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return nil, err
+		}
+		c.raw = raw
+	}
+	c.reader = protocol.NewReader(nc, s.cfg.MaxPacket)
+	return c, nil
+}
+
+// send queues one packet (or several, concatenated) for the client. It
+// never blocks on the network: on TCP it writes what the socket takes at
+// once and leaves the rest to a writer goroutine; past the send buffer the
+// connection is closed as a slow consumer.
+func (c *conn) send(b []byte) {
+	c.mu.Lock()
+	if c.closed || c.lingering != "" && c.ws != nil {
+		c.mu.Unlock()
+		return
+	}
+	if c.ws != nil {
+		c.sendWSLocked(b)
+		c.mu.Unlock()
+		return
+	}
+	if !c.flushing {
+		n, err := c.tryWrite(b)
+		if err != nil {
+			c.closeLocked(ReasonWriteError)
+			c.mu.Unlock()
+			return
+		}
+		b = b[n:]
+		if len(b) == 0 {
+			c.mu.Unlock()
+			return
+		}
+	}
+	if len(c.out)+len(b) > c.s.cfg.SendBuffer {
+		c.closeLocked(ReasonSlowConsumer)
+		c.mu.Unlock()
+		return
+	}
+	c.out = append(c.out, b...)
+	if !c.flushing {
+		c.flushing = true
+		go c.flush()
+	}
+	c.mu.Unlock()
+}
+
+// tryWrite writes without blocking; on a platform without raw access it
+// writes nothing and lets the writer goroutine do it.
+func (c *conn) tryWrite(b []byte) (int, error) {
+	if c.raw == nil {
+		return 0, nil
+	}
+	var n int
+	var werr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		n, werr = writeNonblock(fd, b)
+		return true
+	})
+	if werr == nil {
+		werr = err
+	}
+	return n, werr
+}
+
+// flush is the TCP writer goroutine: it drains out with blocking writes
+// and ends when out is empty.
+func (c *conn) flush() {
+	for {
+		c.mu.Lock()
+		if c.closed || len(c.out) == 0 {
+			c.flushing = false
+			if !c.closed && c.lingering != "" {
+				c.shutdownWriteLocked()
+			}
+			c.mu.Unlock()
+			return
+		}
+		buf := c.out
+		c.out = c.spare[:0]
+		c.spare = nil
+		c.mu.Unlock()
+
+		_ = c.nc.SetWriteDeadline(time.Now().Add(writeStall))
+		_, err := c.nc.Write(buf)
+
+		c.mu.Lock()
+		if cap(buf) <= 4096 {
+			c.spare = buf[:0]
+		}
+		if err != nil {
+			reason := ReasonWriteError
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				reason = ReasonSlowConsumer
+			}
+			c.closeLocked(reason)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// close closes the connection for reason; the first reason counts. The
+// reading goroutine then runs the disconnect processing.
+func (c *conn) close(reason string) {
+	c.mu.Lock()
+	c.closeLocked(reason)
+	c.mu.Unlock()
+}
+
+func (c *conn) closeLocked(reason string) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.reason = reason
+	c.out, c.spare, c.wsq = nil, nil, nil
+	if c.ws != nil {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	_ = c.nc.Close()
+}
+
+// closeSilently closes a connection that was never tracked.
+func (c *conn) closeSilently() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// closeAfterReply closes the connection once the packets already queued
+// have been written: the client gets its refusal before the close. The
+// read side is drained until the client closes or a short deadline passes,
+// so that unread input does not turn the close into a reset that would
+// destroy the reply.
+func (c *conn) closeAfterReply(reason string) {
+	c.mu.Lock()
+	if c.closed || c.lingering != "" {
+		c.mu.Unlock()
+		return
+	}
+	c.lingering = reason
+	if c.ws != nil {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		c.mu.Unlock()
+		return
+	}
+	if !c.flushing {
+		c.shutdownWriteLocked()
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) shutdownWriteLocked() {
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+}
+
+// serve is the connection's reading goroutine.
+func (c *conn) serve() {
+	defer c.finish()
+	idle := c.s.cfg.IdleTimeout
+	for {
+		c.mu.Lock()
+		lingering, closed := c.lingering, c.closed
+		c.mu.Unlock()
+		if closed {
+			return
+		}
+		if lingering != "" {
+			c.drain(lingering)
+			return
+		}
+		if idle > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(idle))
+		}
+		f, err := c.reader.Next()
+		if err != nil {
+			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				c.strikes++
+				if c.strikes >= 2 {
+					c.close(ReasonIdle)
+					return
+				}
+				c.sendPing()
+				continue
+			}
+			c.close(readCloseReason(err))
+			if !errors.Is(err, io.EOF) {
+				c.s.log.Debug("connection closed", "remote", c.remote, "err", err)
+			}
+			return
+		}
+		c.strikes = 0
+		c.s.counters.in(f.ID, len(f.Raw))
+		c.handle(f)
+	}
+}
+
+// drain waits (at most a second) for the queued reply to be written,
+// reads and discards until the client closes or the second is over, then
+// closes with reason.
+func (c *conn) drain(reason string) {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		// A WebSocket's writer closes the connection itself once the
+		// reply and a close message are out.
+		pending := !c.closed && (c.ws != nil || c.flushing || len(c.out) > 0)
+		c.mu.Unlock()
+		if !pending {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if c.ws == nil {
+		_ = c.nc.SetReadDeadline(deadline)
+		var buf [512]byte
+		for {
+			if _, err := c.nc.Read(buf[:]); err != nil {
+				break
+			}
+		}
+	}
+	c.close(reason)
+}
+
+func readCloseReason(err error) string {
+	var de *protocol.DecodeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return ReasonEOF
+	case errors.Is(err, protocol.ErrTooLarge):
+		return ReasonTooLarge
+	case errors.As(err, &de), errors.Is(err, protocol.ErrUnknownID), errors.Is(err, protocol.ErrMalformedString):
+		return ReasonProtocol
+	}
+	return ReasonReadError
+}
+
+// finish runs the disconnect processing: every room and private session
+// the connection was in tells its other members, exactly as an explicit
+// ExitRoom or ExitPrivate would.
+func (c *conn) finish() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closeLocked(ReasonEOF)
+	}
+	reason := c.reason
+	c.mu.Unlock()
+
+	c.s.exitAllPrivate(c)
+	for len(c.members) > 0 {
+		c.s.exitRoom(c, c.members[len(c.members)-1])
+	}
+	if c.guestOf != nil {
+		c.s.unguest(c.guestOf)
+		c.guestOf = nil
+	}
+	if v, ok := c.s.counters.closed[reason]; ok {
+		v.Add(1)
+	}
+	c.s.untrack(c)
+}

@@ -1,0 +1,468 @@
+package server
+
+import (
+	"net/url"
+	"strings"
+	"unicode"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// handle dispatches one packet read from a TCP stream. A chat from a
+// user who has passed Access takes the zero-allocation path; every other
+// packet is decoded.
+func (c *conn) handle(f protocol.Frame) {
+	if f.ID == protocol.IDChat && c.accessed {
+		c.handleChat(f.Body)
+		return
+	}
+	p, err := f.Decode()
+	if err != nil {
+		c.s.log.Info("malformed packet", "remote", c.remote, "err", err)
+		c.close(ReasonProtocol)
+		return
+	}
+	c.handlePacket(p)
+}
+
+// handlePacket dispatches one decoded packet from c.
+func (c *conn) handlePacket(p protocol.Packet) {
+	s := c.s
+	if !c.accessed {
+		switch p := p.(type) {
+		case *protocol.Access:
+			c.handleAccess(p, nil)
+		case *protocol.PasswordAccess:
+			c.handleAccess(&p.Access, p)
+		default:
+			c.close(ReasonFirstPacket)
+		}
+		return
+	}
+	switch p := p.(type) {
+	case *protocol.Access, *protocol.PasswordAccess:
+		c.close(ReasonSecondAccess)
+	case *protocol.CreateRooms:
+		c.close(ReasonNotAllowed)
+	case *protocol.Chat:
+		b, err := p.AppendPacket(nil)
+		if err != nil {
+			c.close(ReasonProtocol)
+			return
+		}
+		c.handleChat(b[6:])
+	case *protocol.EnterRoom:
+		s.enterRoom(c, p)
+	case *protocol.ExitRoom:
+		if m := c.memberOfName(p.RoomName); m != nil {
+			s.exitRoom(c, m)
+		}
+	case *protocol.RoomList:
+		c.reply(&protocol.RoomList{Type: protocol.Confirm, Filter: p.Filter, Rooms: s.roomNames(p.Filter)})
+	case *protocol.UserList:
+		s.userList(c, p)
+	case *protocol.Whisper:
+		s.whisper(c, p)
+	case *protocol.Beep:
+		s.beep(c, p)
+	case *protocol.EnterPrivate:
+		s.enterPrivate(c, p)
+	case *protocol.ExitPrivate:
+		s.exitPrivate(c, p.RoomID)
+	default:
+		// Ping responses, Authenticate with authentication off, Kick from a
+		// user who is not a monitor, and the admin port's packets are read
+		// and ignored, as the original does.
+	}
+}
+
+// reply sends one packet to c.
+func (c *conn) reply(p protocol.Packet) {
+	b, err := p.AppendPacket(c.scratch[:0])
+	if err != nil {
+		c.s.log.Warn("encode reply", "packet", p.PacketID(), "err", err)
+		return
+	}
+	c.scratch = b
+	c.send(b)
+	c.s.counters.out(p.PacketID(), 1, len(b))
+}
+
+func (c *conn) sendPing() {
+	c.reply(&protocol.Ping{Type: protocol.Request})
+}
+
+// handleAccess answers the first packet; pw is set for a PasswordAccess,
+// which is answered in kind (no member or password support).
+func (c *conn) handleAccess(a *protocol.Access, pw *protocol.PasswordAccess) {
+	s := c.s
+	c.accessed = true
+	result := protocol.AccessOK
+	switch {
+	case !s.versions[a.AppletVersion]:
+		result = protocol.AccessVersionDenied
+	case !documentAllowed(a.DocumentBase):
+		result = protocol.AccessDocumentDenied
+	}
+	var rooms []string
+	if result == protocol.AccessOK {
+		if name := protocol.Trim(a.DefaultRoom); name != "" && jlen(name) <= s.cfg.MaxRoomName {
+			c.guestOf = s.guestRoom(name, a.DocumentBase)
+		}
+		rooms = s.roomNames("")
+	}
+	conf := protocol.Access{Type: protocol.Confirm, Result: int32(result), Rooms: rooms}
+	if pw != nil {
+		c.reply(&protocol.PasswordAccess{Type: protocol.Confirm, Access: conf})
+	} else {
+		c.reply(&conf)
+	}
+	if result != protocol.AccessOK {
+		s.log.Debug("access denied", "remote", c.remote, "result", result, "version", a.AppletVersion, "document", a.DocumentBase)
+		c.closeAfterReply(ReasonAccessDenied)
+	}
+}
+
+// documentAllowed applies the shipped referrer rules: the documentBase,
+// lower-cased and without whitespace, must be a URL whose scheme is http
+// or https; an empty or malformed one, and file: or ftp: pages, are
+// refused with DOCUMENT_DENIED.
+func documentAllowed(doc string) bool {
+	doc = strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, doc)
+	if doc == "" {
+		return false
+	}
+	u, err := url.Parse(doc)
+	if err != nil {
+		return false
+	}
+	return u.Scheme == "http" || u.Scheme == "https"
+}
+
+func (s *Server) enterRoom(c *conn, p *protocol.EnterRoom) {
+	profile, name := protocol.Trim(p.Profile), protocol.Trim(p.UserName)
+	refuse := func(result int32) {
+		c.reply(&protocol.EnterRoom{Type: protocol.Confirm, Profile: profile, RoomName: p.RoomName,
+			UserName: name, Result: result, Users: []protocol.User{}})
+	}
+	if jlen(p.RoomName) > s.cfg.MaxRoomName {
+		c.close(ReasonTooLong)
+		return
+	}
+	r := s.findRoom(p.RoomName)
+	if r == nil {
+		refuse(protocol.EnterNoSuchRoom)
+		return
+	}
+	if jlen(name) > s.cfg.MaxName || jlen(profile) > s.cfg.MaxProfile {
+		c.close(ReasonTooLong)
+		return
+	}
+	if name == "" {
+		c.close(ReasonBadRequest)
+		return
+	}
+	r.mu.Lock()
+	switch {
+	case r.removed:
+		r.mu.Unlock()
+		refuse(protocol.EnterNoSuchRoom)
+		return
+	case c.memberOfName(r.name) != nil:
+		r.mu.Unlock()
+		c.close(ReasonBadRequest)
+		return
+	case len(r.members) >= s.cfg.RoomLimit:
+		r.mu.Unlock()
+		refuse(protocol.EnterRoomFull)
+		return
+	case r.findLocked(name) != nil:
+		r.mu.Unlock()
+		refuse(protocol.EnterNameTaken)
+		return
+	}
+	m := &member{c: c, r: r, name: name, nameRaw: mustEncode(name), profile: profile}
+	ind, err := (&protocol.EnterRoom{Type: protocol.Indication, Profile: profile, RoomName: p.RoomName,
+		UserName: name, Address: "", Member: "false", Link: "false"}).AppendPacket(nil)
+	if err == nil {
+		for _, o := range r.members {
+			o.c.send(ind)
+		}
+		s.counters.out(protocol.IDEnterRoom, len(r.members), len(r.members)*len(ind))
+	}
+	r.members = append(r.members, m)
+	c.members = append(c.members, m)
+	c.reply(&protocol.EnterRoom{Type: protocol.Confirm, Profile: profile, RoomName: p.RoomName, UserName: name,
+		Result: protocol.EnterOK, RoomType: protocol.RoomNormal, Count: int32(len(r.members)), Users: r.usersLocked()})
+	r.mu.Unlock()
+	s.counters.users.Add(1)
+}
+
+// exitRoom removes membership m of c and tells the others.
+func (s *Server) exitRoom(c *conn, m *member) {
+	r := m.r
+	r.mu.Lock()
+	for i, o := range r.members {
+		if o == m {
+			r.members = append(r.members[:i], r.members[i+1:]...)
+			break
+		}
+	}
+	if len(r.members) > 0 {
+		b, err := (&protocol.ExitRoom{Type: protocol.Indication, RoomName: r.name, UserName: m.name}).AppendPacket(c.scratch[:0])
+		if err == nil {
+			c.scratch = b
+			for _, o := range r.members {
+				o.c.send(b)
+			}
+			s.counters.out(protocol.IDExitRoom, len(r.members), len(r.members)*len(b))
+		}
+	}
+	empty := len(r.members) == 0 && r.guests == 0
+	r.mu.Unlock()
+	for i, o := range c.members {
+		if o == m {
+			c.members = append(c.members[:i], c.members[i+1:]...)
+			break
+		}
+	}
+	s.counters.users.Add(-1)
+	if empty {
+		s.maybeRemove(r)
+	}
+}
+
+// handleChat relays a chat: the hot path of the benchmark. It decodes in
+// place, builds the indication once in the sender's scratch buffer and
+// writes it to every other member under the room's lock, then confirms to
+// the sender; nothing is allocated.
+func (c *conn) handleChat(body []byte) {
+	s := c.s
+	v, err := protocol.ParseChat(body)
+	if err != nil {
+		s.log.Info("malformed chat", "remote", c.remote, "err", err)
+		c.close(ReasonProtocol)
+		return
+	}
+	name, text := protocol.TrimRaw(v.UserName), protocol.TrimRaw(v.Text)
+	if protocol.UTF16Len(name) > s.cfg.MaxName || protocol.UTF16Len(text) > s.cfg.MaxText {
+		c.close(ReasonTooLong)
+		return
+	}
+	if len(name) == 0 || len(text) == 0 {
+		c.close(ReasonBadRequest)
+		return
+	}
+	if v.RoomID != 0 {
+		s.privateChat(c, v, text)
+		return
+	}
+	m := c.memberOf(v.RoomName)
+	if m == nil {
+		return // not in that room: dropped, as the original does
+	}
+	r := m.r
+	r.mu.Lock()
+	b := protocol.AppendHeader(c.scratch[:0], protocol.IDChat, protocol.Indication)
+	b = protocol.AppendBool(b, v.Question)
+	b = protocol.AppendInt32(b, 0)
+	b = protocol.AppendRawString(b, r.nameRaw)
+	b = protocol.AppendRawString(b, m.nameRaw)
+	b = protocol.AppendRawString(b, text)
+	ind := len(b)
+	b = protocol.AppendHeader(b, protocol.IDChat, protocol.Confirm)
+	b = protocol.AppendBool(b, v.Question)
+	b = protocol.AppendInt32(b, 0)
+	b = protocol.AppendRawString(b, r.nameRaw)
+	b = protocol.AppendRawString(b, nil)
+	b = protocol.AppendRawString(b, nil)
+	n := 0
+	for _, o := range r.members {
+		if o != m {
+			o.c.send(b[:ind])
+			n++
+		}
+	}
+	c.send(b[ind:])
+	r.mu.Unlock()
+	c.scratch = b
+	s.counters.out(protocol.IDChat, n+1, n*ind+len(b)-ind)
+	s.counters.chats.Add(1)
+	s.counters.deliveries.Add(uint64(n))
+}
+
+func (s *Server) userList(c *conn, p *protocol.UserList) {
+	conf := &protocol.UserList{Type: protocol.Confirm, RoomName: p.RoomName, Result: protocol.UserListNoSuchRoom,
+		RoomType: protocol.RoomUnknown, Users: []protocol.User{}}
+	if r := s.findRoom(p.RoomName); r != nil {
+		r.mu.Lock()
+		if !r.removed {
+			conf.Result, conf.RoomType, conf.DocumentBase, conf.Users = protocol.UserListOK, protocol.RoomNormal, r.documentBase, r.usersLocked()
+		}
+		r.mu.Unlock()
+	}
+	c.reply(conf)
+}
+
+// checkNames closes c when a name or text is over its limit.
+func (s *Server) checkLengths(c *conn, names []string, text string) bool {
+	for _, n := range names {
+		if jlen(n) > s.cfg.MaxName {
+			c.close(ReasonTooLong)
+			return false
+		}
+	}
+	if jlen(text) > s.cfg.MaxText {
+		c.close(ReasonTooLong)
+		return false
+	}
+	return true
+}
+
+// toMember finds, in a room c is in, the user addressed by name; the
+// room's lock is held on return when found.
+func (s *Server) toMember(c *conn, roomName, to string) (*member, *member) {
+	m := c.memberOfName(roomName)
+	if m == nil {
+		return nil, nil
+	}
+	m.r.mu.Lock()
+	t := m.r.findLocked(to)
+	if t == nil {
+		m.r.mu.Unlock()
+		return nil, nil
+	}
+	return m, t
+}
+
+func (s *Server) whisper(c *conn, p *protocol.Whisper) {
+	if !s.checkLengths(c, []string{p.FromName, p.ToName}, p.Text) {
+		return
+	}
+	m, t := s.toMember(c, p.RoomName, p.ToName)
+	if m == nil {
+		return
+	}
+	b, err := (&protocol.Whisper{Type: protocol.Indication, RoomName: p.RoomName, FromName: m.name, ToName: p.ToName, Text: p.Text}).AppendPacket(nil)
+	if err == nil {
+		t.c.send(b)
+		s.counters.out(protocol.IDWhisper, 1, len(b))
+	}
+	m.r.mu.Unlock()
+}
+
+func (s *Server) beep(c *conn, p *protocol.Beep) {
+	if !s.checkLengths(c, []string{p.FromName, p.ToName}, "") {
+		return
+	}
+	m, t := s.toMember(c, p.RoomName, p.ToName)
+	if m == nil {
+		return
+	}
+	b, err := (&protocol.Beep{Type: protocol.Indication, RoomName: p.RoomName, FromName: m.name, ToName: p.ToName}).AppendPacket(nil)
+	if err == nil {
+		t.c.send(b)
+		s.counters.out(protocol.IDBeep, 1, len(b))
+	}
+	m.r.mu.Unlock()
+}
+
+func (s *Server) enterPrivate(c *conn, p *protocol.EnterPrivate) {
+	m, t := s.toMember(c, p.RoomName, p.ToName)
+	if m == nil {
+		return
+	}
+	defer m.r.mu.Unlock()
+	sess := &private{id: s.nextPriv.Add(1), a: c, b: t.c, aName: m.name, bName: t.name}
+	s.privMu.Lock()
+	s.privates[sess.id] = sess
+	c.privs = append(c.privs, sess)
+	if t.c != c {
+		t.c.privs = append(t.c.privs, sess)
+	}
+	s.privMu.Unlock()
+	c.reply(&protocol.EnterPrivate{Type: protocol.Confirm, RoomName: p.RoomName, FromName: m.name, ToName: p.ToName,
+		RoomID: sess.id, Host: "", Profile: t.profile})
+	if t.c != c {
+		b, err := (&protocol.EnterPrivate{Type: protocol.Indication, RoomName: p.RoomName, FromName: m.name, ToName: p.ToName,
+			RoomID: sess.id, Host: "", Profile: m.profile}).AppendPacket(nil)
+		if err == nil {
+			t.c.send(b)
+			s.counters.out(protocol.IDEnterPrivate, 1, len(b))
+		}
+	}
+}
+
+// privateChat relays a chat in a private session; unlike the original,
+// only the session's two members may post in it.
+func (s *Server) privateChat(c *conn, v protocol.ChatView, text []byte) {
+	s.privMu.Lock()
+	defer s.privMu.Unlock()
+	sess := s.privates[v.RoomID]
+	if sess == nil {
+		return
+	}
+	other, name, ok := sess.other(c)
+	if !ok || other == c {
+		return
+	}
+	b := protocol.AppendHeader(nil, protocol.IDChat, protocol.Indication)
+	b = protocol.AppendBool(b, v.Question)
+	b = protocol.AppendInt32(b, v.RoomID)
+	b = protocol.AppendRawString(b, v.RoomName)
+	b = protocol.AppendRawString(b, mustEncode(name))
+	b = protocol.AppendRawString(b, text)
+	other.send(b)
+	s.counters.out(protocol.IDChat, 1, len(b))
+	s.counters.privateChats.Add(1)
+}
+
+func (s *Server) exitPrivate(c *conn, id int32) {
+	s.privMu.Lock()
+	defer s.privMu.Unlock()
+	sess := s.privates[id]
+	if sess == nil {
+		return
+	}
+	if _, _, ok := sess.other(c); !ok {
+		return
+	}
+	s.endPrivateLocked(c, sess)
+}
+
+// endPrivateLocked ends sess, left by c; s.privMu must be held.
+func (s *Server) endPrivateLocked(c *conn, sess *private) {
+	other, name, _ := sess.other(c)
+	delete(s.privates, sess.id)
+	sess.a.privs = removePriv(sess.a.privs, sess)
+	sess.b.privs = removePriv(sess.b.privs, sess)
+	if other != c {
+		b, err := (&protocol.ExitPrivate{Type: protocol.Indication, RoomID: sess.id, FromName: name}).AppendPacket(nil)
+		if err == nil {
+			other.send(b)
+			s.counters.out(protocol.IDExitPrivate, 1, len(b))
+		}
+	}
+}
+
+func (s *Server) exitAllPrivate(c *conn) {
+	s.privMu.Lock()
+	defer s.privMu.Unlock()
+	for len(c.privs) > 0 {
+		s.endPrivateLocked(c, c.privs[0])
+	}
+}
+
+func removePriv(list []*private, p *private) []*private {
+	for i, o := range list {
+		if o == p {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}

@@ -1,0 +1,189 @@
+package server
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// Close reasons, the label of volanogo_connections_closed_total.
+const (
+	ReasonEOF           = "eof"            // the client closed
+	ReasonReadError     = "read_error"     // reset or other read failure
+	ReasonWriteError    = "write_error"    // a write failed
+	ReasonProtocol      = "protocol"       // malformed packet, unknown id, bad string
+	ReasonTooLarge      = "too_large"      // packet over the maximum packet size
+	ReasonFirstPacket   = "first_packet"   // first packet was not Access
+	ReasonSecondAccess  = "second_access"  // a second Access on one connection
+	ReasonAccessDenied  = "access_denied"  // Access refused (version, documentBase)
+	ReasonTooLong       = "too_long"       // a name or text over its limit (the original's 413)
+	ReasonBadRequest    = "bad_request"    // empty name or text, entering a room twice (400)
+	ReasonNotAllowed    = "not_allowed"    // an admin-only packet from a chat client
+	ReasonSlowConsumer  = "slow_consumer"  // outgoing bytes over --send-buffer
+	ReasonIdle          = "idle"           // no packet for two idle timeouts
+	ReasonShutdown      = "shutdown"       // the server stopped
+	ReasonMaxConns      = "max_connections" // refused at accept: --max-connections
+	ReasonOpenFiles     = "open_files"     // refused at accept: out of descriptors
+)
+
+var closeReasons = []string{ReasonEOF, ReasonReadError, ReasonWriteError, ReasonProtocol, ReasonTooLarge,
+	ReasonFirstPacket, ReasonSecondAccess, ReasonAccessDenied, ReasonTooLong, ReasonBadRequest,
+	ReasonNotAllowed, ReasonSlowConsumer, ReasonIdle, ReasonShutdown}
+
+// packetIndex maps a packet id to a slot of the per-packet counters; slot 0
+// is "unknown".
+var packetIDs = []protocol.ID{protocol.IDAccess, protocol.IDAccessLegacy, protocol.IDPacket,
+	protocol.IDStreamableError, protocol.IDAuthenticate, protocol.IDBeep, protocol.IDChat,
+	protocol.IDCreateRooms, protocol.IDEnterPrivate, protocol.IDEnterRoom, protocol.IDExitPrivate,
+	protocol.IDExitRoom, protocol.IDHalt, protocol.IDKick, protocol.IDMonitor, protocol.IDPasswordAccess,
+	protocol.IDPing, protocol.IDReport, protocol.IDRoomList, protocol.IDUserList, protocol.IDWhisper}
+
+const numPacketSlots = 22
+
+func packetSlot(id protocol.ID) int {
+	switch {
+	case id == protocol.IDAccess:
+		return 1
+	case id == protocol.IDAccessLegacy:
+		return 2
+	case id == protocol.IDPacket:
+		return 3
+	case id == protocol.IDStreamableError:
+		return 4
+	case id >= protocol.IDAuthenticate && id <= protocol.IDWhisper:
+		return 5 + int(id-protocol.IDAuthenticate)
+	}
+	return 0
+}
+
+// counters are plain atomics on the hot path, exported through a
+// prometheus.Collector, so that relaying a chat costs a few atomic adds
+// rather than label look-ups.
+type counters struct {
+	packetsIn, packetsOut [numPacketSlots]atomic.Uint64
+	bytesIn, bytesOut     [numPacketSlots]atomic.Uint64
+	closed                map[string]*atomic.Uint64
+	accepted              [2]atomic.Uint64 // tcp, ws
+	refused               map[string]*atomic.Uint64
+	acceptErrors          map[string]*atomic.Uint64
+	open                  atomic.Int64
+	rooms                 atomic.Int64
+	users                 atomic.Int64
+	chats                 atomic.Uint64
+	deliveries            atomic.Uint64
+	privateChats          atomic.Uint64
+}
+
+func newCounters() *counters {
+	c := &counters{
+		closed:       map[string]*atomic.Uint64{},
+		refused:      map[string]*atomic.Uint64{},
+		acceptErrors: map[string]*atomic.Uint64{},
+	}
+	for _, r := range closeReasons {
+		c.closed[r] = new(atomic.Uint64)
+	}
+	for _, r := range []string{ReasonMaxConns, ReasonOpenFiles} {
+		c.refused[r] = new(atomic.Uint64)
+	}
+	for _, k := range []string{"emfile", "enfile", "other"} {
+		c.acceptErrors[k] = new(atomic.Uint64)
+	}
+	return c
+}
+
+func (c *counters) in(id protocol.ID, n int) {
+	s := packetSlot(id)
+	c.packetsIn[s].Add(1)
+	c.bytesIn[s].Add(uint64(n))
+}
+
+func (c *counters) out(id protocol.ID, packets, bytes int) {
+	s := packetSlot(id)
+	c.packetsOut[s].Add(uint64(packets))
+	c.bytesOut[s].Add(uint64(bytes))
+}
+
+var (
+	descOpen         = prometheus.NewDesc("volanogo_connections_open", "Connections open now.", nil, nil)
+	descAccepted     = prometheus.NewDesc("volanogo_connections_accepted_total", "Connections accepted, by transport.", []string{"transport"}, nil)
+	descClosed       = prometheus.NewDesc("volanogo_connections_closed_total", "Connections closed, by reason.", []string{"reason"}, nil)
+	descRefused      = prometheus.NewDesc("volanogo_connections_refused_total", "Connections accepted and closed at once, by reason.", []string{"reason"}, nil)
+	descAcceptErrors = prometheus.NewDesc("volanogo_accept_errors_total", "Errors returned by accept, by kind.", []string{"kind"}, nil)
+	descRooms        = prometheus.NewDesc("volanogo_rooms", "Public rooms, permanent and dynamic.", nil, nil)
+	descUsers        = prometheus.NewDesc("volanogo_users", "Users in public rooms (one per connection per room).", nil, nil)
+	descPacketsIn    = prometheus.NewDesc("volanogo_packets_received_total", "Packets received, by packet name.", []string{"packet"}, nil)
+	descPacketsOut   = prometheus.NewDesc("volanogo_packets_sent_total", "Packets sent, by packet name.", []string{"packet"}, nil)
+	descBytesIn      = prometheus.NewDesc("volanogo_received_bytes_total", "Bytes received, by packet name.", []string{"packet"}, nil)
+	descBytesOut     = prometheus.NewDesc("volanogo_sent_bytes_total", "Bytes sent, by packet name.", []string{"packet"}, nil)
+	descChats        = prometheus.NewDesc("volanogo_chats_total", "Public chat messages accepted and relayed.", nil, nil)
+	descDeliveries   = prometheus.NewDesc("volanogo_chat_deliveries_total", "Chat indications queued to receivers.", nil, nil)
+	descPrivate      = prometheus.NewDesc("volanogo_private_chats_total", "Private chat messages relayed.", nil, nil)
+	descSlow         = prometheus.NewDesc("volanogo_slow_consumer_closes_total", "Connections closed because their outgoing bytes passed the send buffer.", nil, nil)
+)
+
+type collector struct{ c *counters }
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descAcceptErrors,
+		descRooms, descUsers, descPacketsIn, descPacketsOut, descBytesIn, descBytesOut, descChats,
+		descDeliveries, descPrivate, descSlow} {
+		ch <- d
+	}
+}
+
+func (k collector) Collect(ch chan<- prometheus.Metric) {
+	c := k.c
+	gauge := func(d *prometheus.Desc, v int64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), l...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
+	}
+	gauge(descOpen, c.open.Load())
+	counter(descAccepted, c.accepted[0].Load(), "tcp")
+	counter(descAccepted, c.accepted[1].Load(), "ws")
+	for r, v := range c.closed {
+		counter(descClosed, v.Load(), r)
+	}
+	for r, v := range c.refused {
+		counter(descRefused, v.Load(), r)
+	}
+	for r, v := range c.acceptErrors {
+		counter(descAcceptErrors, v.Load(), r)
+	}
+	gauge(descRooms, c.rooms.Load())
+	gauge(descUsers, c.users.Load())
+	for i, id := range packetIDs {
+		s := i + 1
+		name := id.String()
+		counter(descPacketsIn, c.packetsIn[s].Load(), name)
+		counter(descPacketsOut, c.packetsOut[s].Load(), name)
+		counter(descBytesIn, c.bytesIn[s].Load(), name)
+		counter(descBytesOut, c.bytesOut[s].Load(), name)
+	}
+	counter(descPacketsIn, c.packetsIn[0].Load(), "unknown")
+	counter(descBytesIn, c.bytesIn[0].Load(), "unknown")
+	counter(descChats, c.chats.Load())
+	counter(descDeliveries, c.deliveries.Load())
+	counter(descPrivate, c.privateChats.Load())
+	counter(descSlow, c.closed[ReasonSlowConsumer].Load())
+}
+
+// register adds the server's collectors, plus the Go and process
+// collectors, to reg.
+func (c *counters) register(reg prometheus.Registerer) error {
+	for _, col := range []prometheus.Collector{
+		collector{c},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(col); err != nil {
+			return err
+		}
+	}
+	return nil
+}
