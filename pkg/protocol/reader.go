@@ -151,6 +151,9 @@ func (r *Reader) fill(need int) error {
 			// A read deadline passed: the bytes so far stay buffered and
 			// the next call reads on, so a caller may use deadlines to
 			// wait with a timeout (an idle check, say).
+			if r.end-r.start >= need {
+				return nil
+			}
 			return err
 		case err != nil:
 			// Bytes read with the error come first.
