@@ -324,49 +324,90 @@ func (d *dec) header() {
 	d.hdrLen = d.off
 }
 
-// newPacket returns an empty packet for the header read by d.
-func (d *dec) newPacket() decoder {
+// full decodes the packet whose header d has read. Concrete calls (no
+// interface) keep d on the caller's stack.
+func (d *dec) full() Packet {
 	switch d.id {
 	case IDAccess, IDAccessLegacy:
-		return new(Access)
+		p := new(Access)
+		p.decode(d)
+		return p
 	case IDPacket:
-		return new(BasePacket)
+		p := new(BasePacket)
+		p.decode(d)
+		return p
 	case IDStreamableError:
-		return new(StreamableError)
+		p := new(StreamableError)
+		p.decode(d)
+		return p
 	case IDAuthenticate:
-		return new(Authenticate)
+		p := new(Authenticate)
+		p.decode(d)
+		return p
 	case IDBeep:
-		return new(Beep)
+		p := new(Beep)
+		p.decode(d)
+		return p
 	case IDChat:
-		return new(Chat)
+		p := new(Chat)
+		p.decode(d)
+		return p
 	case IDCreateRooms:
-		return new(CreateRooms)
+		p := new(CreateRooms)
+		p.decode(d)
+		return p
 	case IDEnterPrivate:
-		return new(EnterPrivate)
+		p := new(EnterPrivate)
+		p.decode(d)
+		return p
 	case IDEnterRoom:
-		return new(EnterRoom)
+		p := new(EnterRoom)
+		p.decode(d)
+		return p
 	case IDExitPrivate:
-		return new(ExitPrivate)
+		p := new(ExitPrivate)
+		p.decode(d)
+		return p
 	case IDExitRoom:
-		return new(ExitRoom)
+		p := new(ExitRoom)
+		p.decode(d)
+		return p
 	case IDHalt:
-		return new(Halt)
+		p := new(Halt)
+		p.decode(d)
+		return p
 	case IDKick:
-		return new(Kick)
+		p := new(Kick)
+		p.decode(d)
+		return p
 	case IDMonitor:
-		return new(Monitor)
+		p := new(Monitor)
+		p.decode(d)
+		return p
 	case IDPasswordAccess:
-		return new(PasswordAccess)
+		p := new(PasswordAccess)
+		p.decode(d)
+		return p
 	case IDPing:
-		return new(Ping)
+		p := new(Ping)
+		p.decode(d)
+		return p
 	case IDReport:
-		return new(Report)
+		p := new(Report)
+		p.decode(d)
+		return p
 	case IDRoomList:
-		return new(RoomList)
+		p := new(RoomList)
+		p.decode(d)
+		return p
 	case IDUserList:
-		return new(UserList)
+		p := new(UserList)
+		p.decode(d)
+		return p
 	case IDWhisper:
-		return new(Whisper)
+		p := new(Whisper)
+		p.decode(d)
+		return p
 	}
 	return nil
 }
@@ -440,12 +481,6 @@ func (d *dec) scan() {
 	}
 }
 
-// decoder is implemented by every packet type.
-type decoder interface {
-	Packet
-	decode(d *dec)
-}
-
 // Decode decodes the first packet in b and returns it with its length in
 // bytes. If b holds only part of a packet the error wraps ErrIncomplete
 // (b may then be retried with more bytes); other errors are fatal for the
@@ -463,8 +498,7 @@ func Decode(b []byte) (Packet, int, error) {
 	n := d.off
 	d = dec{b: b[:n:n], limit: math.MaxInt}
 	d.header()
-	p := d.newPacket()
-	p.decode(&d)
+	p := d.full()
 	if d.code != nil {
 		return nil, 0, d.error()
 	}

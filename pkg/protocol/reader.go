@@ -36,6 +36,8 @@ type Reader struct {
 	end   int   // end of the bytes read
 	err   error // sticky error returned by Next
 	rerr  error // error from the underlying reader, after its bytes
+
+	timeout error // a deadline error that came with bytes, returned if they do not complete a packet
 }
 
 // NewReader returns a Reader of r that refuses packets larger than
@@ -69,6 +71,7 @@ func (r *Reader) Next() (Frame, error) {
 			if d.code == nil {
 				raw := r.buf[r.start : r.start+d.off : r.start+d.off]
 				r.start += d.off
+				r.timeout = nil
 				if r.start == r.end {
 					r.start, r.end = 0, 0
 				}
@@ -90,17 +93,15 @@ func (r *Reader) Next() (Frame, error) {
 }
 
 // ReadPacket returns the next packet decoded (Next followed by
-// Frame.Decode).
+// Frame.Decode). A packet whose strings are malformed gives an error, but
+// the stream stays in step (the packet's extent was known): the caller
+// decides whether to go on.
 func (r *Reader) ReadPacket() (Packet, error) {
 	f, err := r.Next()
 	if err != nil {
 		return nil, err
 	}
-	p, err := f.Decode()
-	if err != nil {
-		r.err = err
-	}
-	return p, err
+	return f.Decode()
 }
 
 // isTimeout reports whether err is a passed deadline (net.Error with
@@ -132,6 +133,10 @@ func (r *Reader) fill(need int) error {
 	}
 	empty := 0
 	for r.end-r.start < need {
+		if err := r.timeout; err != nil {
+			r.timeout = nil
+			return err
+		}
 		if r.rerr != nil {
 			if r.rerr != io.EOF {
 				return r.rerr
@@ -150,8 +155,10 @@ func (r *Reader) fill(need int) error {
 		case err != nil && isTimeout(err):
 			// A read deadline passed: the bytes so far stay buffered and
 			// the next call reads on, so a caller may use deadlines to
-			// wait with a timeout (an idle check, say).
+			// wait with a timeout (an idle check, say). If the bytes that
+			// came with it complete a packet, that packet comes first.
 			if r.end-r.start >= need {
+				r.timeout = err
 				return nil
 			}
 			return err
