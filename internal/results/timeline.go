@@ -193,4 +193,3 @@ func MergeTimelines(parts ...TimelineAt) (*Timeline, time.Time) {
 	}
 	return out, start
 }
-

@@ -1,0 +1,147 @@
+package sysinfo
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestCollectLinux(t *testing.T) {
+	env := Collect()
+	assert.NotEmpty(t, env.Kernel)
+	assert.NotEmpty(t, env.CPUModel)
+	assert.Positive(t, env.CPUs)
+	assert.Greater(t, env.MemoryBytes, int64(64<<20))
+	var rl unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &rl))
+	assert.Equal(t, int64(rl.Cur), env.OpenFilesSoft)
+	assert.Equal(t, int64(rl.Max), env.OpenFilesHard)
+	assert.Positive(t, env.OpenFilesSoft)
+	if _, err := os.Stat("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		assert.Regexp(t, `^\d+ \d+$`, env.EphemeralPorts)
+	}
+	if _, err := os.Stat("/etc/os-release"); err == nil {
+		assert.NotEmpty(t, env.Distribution)
+	}
+	t.Logf("%+v", env)
+}
+
+func TestParseCPUInfo(t *testing.T) {
+	x86 := "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+	assert.Equal(t, "AMD EPYC 7B13", parseCPUInfo(x86))
+	arm := "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n\nHardware\t: BCM2835\n"
+	assert.Equal(t, "BCM2835", parseCPUInfo(arm))
+	assert.Equal(t, "", parseCPUInfo(""))
+}
+
+func TestParseMeminfo(t *testing.T) {
+	s := "MemTotal:        8145512 kB\nMemFree:          123 kB\nHugePages_Total:       0\n"
+	assert.Equal(t, int64(8145512*1024), parseMeminfo(s, "MemTotal"))
+	assert.Equal(t, int64(0), parseMeminfo(s, "HugePages_Total"))
+	assert.Equal(t, int64(0), parseMeminfo(s, "Missing"))
+	assert.Equal(t, int64(0), parseMeminfo("MemTotal: x kB", "MemTotal"))
+}
+
+func TestParseStat(t *testing.T) {
+	// A command with spaces and parentheses in it.
+	line := "42 (a (b) c) S 1 42 42 0 -1 4194304 99 0 0 0 250 130 0 0 20 0 7 0 37496 3133440 409 18446744073709551615 0 0\n"
+	p, err := parseStat([]byte(line))
+	require.NoError(t, err)
+	assert.InDelta(t, 2.5, p.UserSeconds, 1e-9)
+	assert.InDelta(t, 1.3, p.SystemSeconds, 1e-9)
+	assert.Equal(t, 7, p.Threads)
+	assert.Equal(t, int64(409*os.Getpagesize()), p.RSSBytes)
+
+	for _, bad := range []string{"", "42 (x", "42 (x) S 1 2 3"} {
+		_, err := parseStat([]byte(bad))
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestReadProcChild(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command")
+	}
+	cmd := exec.Command(sleep, "30")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	// Wait until the child has exec'd sleep (its RSS is then sleep's).
+	var p ProcStat
+	require.Eventually(t, func() bool {
+		comm, err := os.ReadFile("/proc/" + itoa(cmd.Process.Pid) + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != "sleep" {
+			return false
+		}
+		p, err = ReadProc(cmd.Process.Pid)
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.Positive(t, p.RSSBytes)
+	assert.Less(t, p.RSSBytes, int64(100<<20))
+	assert.Equal(t, 1, p.Threads)
+	assert.GreaterOrEqual(t, p.FDs, 3) // stdin, stdout, stderr at least
+	assert.Less(t, p.CPUSeconds(), 1.0)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestReadProcNoSuchProcess(t *testing.T) {
+	_, err := ReadProc(1 << 30)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestSelfCPUGrows(t *testing.T) {
+	before, err := Self()
+	require.NoError(t, err)
+	assert.Positive(t, before.RSSBytes)
+	assert.GreaterOrEqual(t, before.Threads, 1)
+	assert.GreaterOrEqual(t, before.FDs, 3)
+
+	// Burn 60 ms of CPU as getrusage(2) counts it (wall time is no guide on a
+	// loaded machine), then /proc must show it too, to a tick or two.
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		require.NoError(t, unix.Getrusage(unix.RUSAGE_SELF, &ru))
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start, deadline := cpu(), time.Now().Add(10*time.Second)
+	x := 0
+	for cpu()-start < 60*time.Millisecond && time.Now().Before(deadline) {
+		for i := 0; i < 10000; i++ {
+			x += i * i
+		}
+	}
+	_ = x
+	after, err := Self()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, after.CPUSeconds()-before.CPUSeconds(), 0.04)
+}
+
+func TestPeakRSS(t *testing.T) {
+	self, err := Self()
+	require.NoError(t, err)
+	peak := PeakRSS()
+	assert.Positive(t, peak)
+	assert.GreaterOrEqual(t, peak, self.RSSBytes/2) // peak ≥ now, modulo page accounting
+}
+
+func TestRaiseOpenFilesLimit(t *testing.T) {
+	soft, hard, err := RaiseOpenFilesLimit()
+	require.NoError(t, err)
+	assert.Positive(t, soft)
+	// Go raises the soft limit at start-up; after this call it is the hard one.
+	assert.Equal(t, hard, soft)
+	env := Collect()
+	assert.Equal(t, int64(soft), env.OpenFilesSoft)
+}
