@@ -1,0 +1,295 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// markText is VolanoMark's fixed message, trailing space included.
+const markText = "123456789 123456789 123456789 123456789 123456789 123456789 "
+
+// markResult is what a Mark-like run counted.
+type markResult struct {
+	sent, received int64
+	integrity      int64 // messages from the wrong sender for their turn
+	elapsed        time.Duration
+}
+
+// runMark is a small VolanoMark driver for the server's own tests and
+// benchmarks (volanogo load is the real one): rooms × users connect (rooms
+// in parallel, users of a room in order), then each room takes turns
+// exactly as Mark does, and every receiver checks that message k of its
+// room comes from the user whose turn k was.
+func runMark(ctx context.Context, addr string, rooms, users, count int) (markResult, error) {
+	var res markResult
+	var sent, received, integrity atomic.Int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, rooms*users)
+	var conns []net.Conn
+	var connsMu sync.Mutex
+	defer func() {
+		connsMu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		connsMu.Unlock()
+	}()
+
+	names := make([][]byte, users+1)
+	for j := 1; j <= users; j++ {
+		names[j] = []byte("Mark" + strconv.Itoa(j))
+	}
+	setup := make(chan error, rooms)
+	for r := 1; r <= rooms; r++ {
+		go func(r int) {
+			room := "Room" + strconv.Itoa(r)
+			for j := 1; j <= users; j++ {
+				d := net.Dialer{Timeout: 5 * time.Second}
+				nc, err := d.DialContext(ctx, "tcp", addr)
+				if err != nil {
+					setup <- err
+					return
+				}
+				connsMu.Lock()
+				conns = append(conns, nc)
+				connsMu.Unlock()
+				rd := protocol.NewReader(nc, 0)
+				_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+				b, _ := markAccess(room).AppendPacket(nil)
+				b, _ = (&protocol.EnterRoom{Type: protocol.Request, Profile: "This is the profile for Mark" + strconv.Itoa(j) + " in " + room + ".",
+					RoomName: room, UserName: "Mark" + strconv.Itoa(j)}).AppendPacket(b)
+				if _, err := nc.Write(b); err != nil {
+					setup <- err
+					return
+				}
+				for got := 0; got < 2; {
+					f, err := rd.Next()
+					if err != nil {
+						setup <- fmt.Errorf("%s Mark%d set-up: %w", room, j, err)
+						return
+					}
+					if f.ID == protocol.IDAccess || f.ID == protocol.IDEnterRoom && f.Type == protocol.Confirm {
+						got++
+					}
+				}
+				u := &markUser{room: room, num: j, users: users, count: count, nc: nc, rd: rd, names: names,
+					sent: &sent, received: &received, integrity: &integrity}
+				u.chat, _ = chat(room, "Mark"+strconv.Itoa(j), markText).AppendPacket(nil)
+				u.exit, _ = (&protocol.ExitRoom{Type: protocol.Request, RoomName: room, UserName: "Mark" + strconv.Itoa(j)}).AppendPacket(nil)
+				u.exit, _ = (&protocol.RoomList{Type: protocol.Request}).AppendPacket(u.exit)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := u.run(start); err != nil {
+						errs <- err
+					}
+				}()
+			}
+			setup <- nil
+		}(r)
+	}
+	for range rooms {
+		if err := <-setup; err != nil {
+			close(start)
+			return res, err
+		}
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	res.elapsed = time.Since(t0)
+	res.sent, res.received, res.integrity = sent.Load(), received.Load(), integrity.Load()
+	close(errs)
+	return res, <-errs
+}
+
+type markUser struct {
+	room                       string
+	num, users, count          int
+	nc                         net.Conn
+	rd                         *protocol.Reader
+	names                      [][]byte
+	chat, exit                 []byte
+	sent, received, integrity  *atomic.Int64
+	mySent, myReceived, exited int
+}
+
+func (u *markUser) run(start chan struct{}) error {
+	defer u.nc.Close()
+	if u.num == 1 {
+		<-start
+		if err := u.send(); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		u.sent.Add(int64(u.mySent))
+		u.received.Add(int64(u.myReceived))
+	}()
+	for {
+		_ = u.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		f, err := u.rd.Next()
+		if err != nil {
+			return fmt.Errorf("%s Mark%d: %w", u.room, u.num, err)
+		}
+		switch {
+		case f.ID == protocol.IDChat && f.Type == protocol.Indication:
+			v, err := protocol.ParseChat(f.Body)
+			if err != nil {
+				return err
+			}
+			u.myReceived++
+			seq := u.mySent + u.myReceived
+			if string(v.UserName) != string(u.names[(seq-1)%u.users+1]) {
+				u.integrity.Add(1)
+			}
+			if seq%u.users == u.num-1 {
+				if u.mySent < u.count {
+					if err := u.send(); err != nil {
+						return err
+					}
+				} else if u.num == 1 {
+					if _, err := u.nc.Write(u.exit); err != nil {
+						return err
+					}
+				}
+			}
+		case f.ID == protocol.IDExitRoom && f.Type == protocol.Indication:
+			u.exited++
+			if u.exited == u.num-1 {
+				if _, err := u.nc.Write(u.exit); err != nil {
+					return err
+				}
+			}
+		case f.ID == protocol.IDRoomList && f.Type == protocol.Confirm:
+			return nil
+		}
+	}
+}
+
+func (u *markUser) send() error {
+	u.mySent++
+	_, err := u.nc.Write(u.chat)
+	return err
+}
+
+// childServer is this test binary re-executed as a server process (see
+// TestMain), so that its CPU and open files are its own.
+type childServer struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+const childEnv = "VOLANOGO_SERVER_TEST_CHILD"
+
+// startChild starts a server process; nofile > 0 lowers its open-files
+// limit first.
+func startChild(t testing.TB, nofile int) *childServer {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "VOLANOGO_CHILD_NOFILE="+strconv.Itoa(nofile))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+	}()
+	var addr string
+	select {
+	case l := <-line:
+		addr = strings.TrimPrefix(l, "ADDR ")
+	case <-time.After(10 * time.Second):
+	}
+	c := &childServer{cmd: cmd, addr: addr}
+	t.Cleanup(func() {
+		stdin.Close() // the child exits when its stdin closes
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	require.NotEmpty(t, addr, "child server did not start")
+	return c
+}
+
+// cpu returns the child's user+system CPU time from /proc.
+func (c *childServer) cpu(t testing.TB) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	require.NoError(t, err)
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain())
+	}
+	os.Exit(m.Run())
+}
+
+func childMain() int {
+	if n, _ := strconv.Atoi(os.Getenv("VOLANOGO_CHILD_NOFILE")); n > 0 {
+		lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			fmt.Fprintln(os.Stderr, "setrlimit:", err)
+			return 1
+		}
+	}
+	s, err := New(Config{Listen: "127.0.0.1:0"})
+	if err == nil {
+		err = s.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("ADDR %s\n", s.Addr())
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	go func() {
+		var b [1]byte
+		_, _ = os.Stdin.Read(b[:])
+		stop <- syscall.SIGTERM
+	}()
+	<-stop
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return 1
+	}
+	return 0
+}
