@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -194,8 +195,27 @@ func (u *markUser) send() error {
 // childServer is this test binary re-executed as a server process (see
 // TestMain), so that its CPU and open files are its own.
 type childServer struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd    *exec.Cmd
+	addr   string
+	stderr *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 const childEnv = "VOLANOGO_SERVER_TEST_CHILD"
@@ -208,7 +228,8 @@ func startChild(t testing.TB, nofile int) *childServer {
 	cmd.Env = append(os.Environ(), childEnv+"=1", "VOLANOGO_CHILD_NOFILE="+strconv.Itoa(nofile))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
+	errBuf := &syncBuffer{}
+	cmd.Stderr = errBuf
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -226,7 +247,7 @@ func startChild(t testing.TB, nofile int) *childServer {
 		addr = strings.TrimPrefix(l, "ADDR ")
 	case <-time.After(10 * time.Second):
 	}
-	c := &childServer{cmd: cmd, addr: addr}
+	c := &childServer{cmd: cmd, addr: addr, stderr: errBuf}
 	t.Cleanup(func() {
 		stdin.Close() // the child exits when its stdin closes
 		done := make(chan error, 1)
@@ -238,7 +259,7 @@ func startChild(t testing.TB, nofile int) *childServer {
 			<-done
 		}
 	})
-	require.NotEmpty(t, addr, "child server did not start")
+	require.NotEmpty(t, addr, "child server did not start: %s", errBuf.String())
 	return c
 }
 
@@ -269,7 +290,8 @@ func childMain() int {
 			return 1
 		}
 	}
-	s, err := New(Config{Listen: "127.0.0.1:0"})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := New(Config{Listen: "127.0.0.1:0", Logger: logger})
 	if err == nil {
 		err = s.Start()
 	}

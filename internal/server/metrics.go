@@ -165,8 +165,6 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descBytesIn, c.bytesIn[s].Load(), name)
 		counter(descBytesOut, c.bytesOut[s].Load(), name)
 	}
-	counter(descPacketsIn, c.packetsIn[0].Load(), "unknown")
-	counter(descBytesIn, c.bytesIn[0].Load(), "unknown")
 	counter(descChats, c.chats.Load())
 	counter(descDeliveries, c.deliveries.Load())
 	counter(descPrivate, c.privateChats.Load())

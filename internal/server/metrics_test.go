@@ -1,0 +1,117 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+func TestMetrics(t *testing.T) {
+	s := startServer(t, Config{MetricsListen: "127.0.0.1:0", Rooms: []string{"Lobby"}})
+	a := dial(t, s)
+	a.access("M")
+	a.enter("M", "alice")
+	b := dial(t, s)
+	b.access("M")
+	b.enter("M", "bob")
+	a.expect()
+	a.send(chat("M", "alice", "one"))
+	a.expect()
+	b.expect()
+	bad := dial(t, s)
+	bad.sendRaw([]byte{0xff, 0xff, 0, 0, 0, 1})
+	bad.expectClosed()
+	waitFor(t, "protocol close", func() bool { return s.counters.closed[ReasonProtocol].Load() == 1 })
+
+	expected := `
+# HELP volanogo_chat_deliveries_total Chat indications queued to receivers.
+# TYPE volanogo_chat_deliveries_total counter
+volanogo_chat_deliveries_total 1
+# HELP volanogo_chats_total Public chat messages accepted and relayed.
+# TYPE volanogo_chats_total counter
+volanogo_chats_total 1
+# HELP volanogo_connections_open Connections open now.
+# TYPE volanogo_connections_open gauge
+volanogo_connections_open 2
+# HELP volanogo_rooms Public rooms, permanent and dynamic.
+# TYPE volanogo_rooms gauge
+volanogo_rooms 2
+# HELP volanogo_users Users in public rooms (one per connection per room).
+# TYPE volanogo_users gauge
+volanogo_users 2
+`
+	require.NoError(t, testutil.GatherAndCompare(s.Registry(), strings.NewReader(expected),
+		"volanogo_chats_total", "volanogo_chat_deliveries_total", "volanogo_connections_open", "volanogo_rooms", "volanogo_users"))
+
+	got, err := s.Registry().Gather()
+	require.NoError(t, err)
+	values := map[string]float64{}
+	for _, mf := range got {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			if c := m.GetCounter(); c != nil {
+				values[key] = c.GetValue()
+			}
+		}
+	}
+	assert.Equal(t, 3.0, values["volanogo_connections_accepted_total{transport=tcp}"])
+	assert.Equal(t, 1.0, values["volanogo_connections_closed_total{reason=protocol}"])
+	assert.Equal(t, 2.0, values["volanogo_packets_received_total{packet=Access}"])
+	assert.Equal(t, 1.0, values["volanogo_packets_received_total{packet=Chat}"])
+	assert.Equal(t, 2.0, values["volanogo_packets_sent_total{packet=Chat}"], "one confirm, one indication")
+	assert.Positive(t, values["volanogo_sent_bytes_total{packet=EnterRoom}"])
+	assert.Contains(t, values, "process_cpu_seconds_total")
+
+	problems, err := testutil.GatherAndLint(s.Registry())
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+
+	// and over HTTP, as load and Prometheus read it
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://" + s.MetricsAddr().String() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	assert.Contains(t, string(body), "process_resident_memory_bytes")
+	assert.Contains(t, string(body), `volanogo_connections_closed_total{reason="slow_consumer"} 0`)
+}
+
+// TestSlowConsumer: a member that stops reading is cut off once its
+// waiting bytes pass the send buffer, and the room goes on.
+func TestSlowConsumer(t *testing.T) {
+	s := startServer(t, Config{SendBuffer: 64 << 10})
+	a := dial(t, s)
+	a.access("Slow")
+	a.enter("Slow", "talker")
+	sl := dial(t, s)
+	require.NoError(t, sl.c.(interface{ SetReadBuffer(int) error }).SetReadBuffer(4096))
+	sl.access("Slow")
+	sl.enter("Slow", "sleeper")
+	a.expect()
+	text := strings.Repeat("x", 200)
+	chatB, err := chat("Slow", "talker", text).AppendPacket(nil)
+	require.NoError(t, err)
+	deadline := time.Now().Add(20 * time.Second)
+	sent := 0
+	for s.counters.closed[ReasonSlowConsumer].Load() == 0 {
+		require.True(t, time.Now().Before(deadline), "slow consumer never cut off after %d chats", sent)
+		a.sendRaw(chatB)
+		require.Equal(t, protocol.Confirm, a.expect().PacketType(), "the talker is never held up")
+		sent++
+	}
+	assert.Equal(t, &protocol.ExitRoom{Type: protocol.Indication, RoomName: "Slow", UserName: "sleeper"}, a.expect())
+	a.sendRaw(chatB)
+	assert.Equal(t, protocol.Confirm, a.expect().PacketType())
+	t.Logf("cut off after %d chats of %d bytes", sent, len(chatB))
+}
