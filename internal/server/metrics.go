@@ -11,22 +11,22 @@ import (
 
 // Close reasons, the label of volanogo_connections_closed_total.
 const (
-	ReasonEOF           = "eof"            // the client closed
-	ReasonReadError     = "read_error"     // reset or other read failure
-	ReasonWriteError    = "write_error"    // a write failed
-	ReasonProtocol      = "protocol"       // malformed packet, unknown id, bad string
-	ReasonTooLarge      = "too_large"      // packet over the maximum packet size
-	ReasonFirstPacket   = "first_packet"   // first packet was not Access
-	ReasonSecondAccess  = "second_access"  // a second Access on one connection
-	ReasonAccessDenied  = "access_denied"  // Access refused (version, documentBase)
-	ReasonTooLong       = "too_long"       // a name or text over its limit (the original's 413)
-	ReasonBadRequest    = "bad_request"    // empty name or text, entering a room twice (400)
-	ReasonNotAllowed    = "not_allowed"    // an admin-only packet from a chat client
-	ReasonSlowConsumer  = "slow_consumer"  // outgoing bytes over --send-buffer
-	ReasonIdle          = "idle"           // no packet for two idle timeouts
-	ReasonShutdown      = "shutdown"       // the server stopped
-	ReasonMaxConns      = "max_connections" // refused at accept: --max-connections
-	ReasonOpenFiles     = "open_files"     // refused at accept: out of descriptors
+	ReasonEOF          = "eof"             // the client closed
+	ReasonReadError    = "read_error"      // reset or other read failure
+	ReasonWriteError   = "write_error"     // a write failed
+	ReasonProtocol     = "protocol"        // malformed packet, unknown id, bad string
+	ReasonTooLarge     = "too_large"       // packet over the maximum packet size
+	ReasonFirstPacket  = "first_packet"    // first packet was not Access
+	ReasonSecondAccess = "second_access"   // a second Access on one connection
+	ReasonAccessDenied = "access_denied"   // Access refused (version, documentBase)
+	ReasonTooLong      = "too_long"        // a name or text over its limit (the original's 413)
+	ReasonBadRequest   = "bad_request"     // empty name or text, entering a room twice (400)
+	ReasonNotAllowed   = "not_allowed"     // an admin-only packet from a chat client
+	ReasonSlowConsumer = "slow_consumer"   // outgoing bytes over --send-buffer
+	ReasonIdle         = "idle"            // no packet for two idle timeouts
+	ReasonShutdown     = "shutdown"        // the server stopped
+	ReasonMaxConns     = "max_connections" // refused at accept: --max-connections
+	ReasonOpenFiles    = "open_files"      // refused at accept: out of descriptors
 )
 
 var closeReasons = []string{ReasonEOF, ReasonReadError, ReasonWriteError, ReasonProtocol, ReasonTooLarge,
