@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/volanogo/volanogo/internal/report"
+	"github.com/volanogo/volanogo/internal/results"
+)
+
+func init() { register(newReportCmd) }
+
+// reportOpts are the flags of `volanogo report`.
+type reportOpts struct {
+	format  string
+	output  string
+	discard int
+	best    int
+	of      int
+	by      string
+	step    int
+	compare compareFlag
+}
+
+// compareFlag collects the labels of --compare. It accepts "--compare A,B",
+// "--compare A --compare B" and, as typed in the issue, "--compare A B":
+// when only one label was given, the positional word that followed it is
+// the second (Set records how many positional words came before it).
+type compareFlag struct {
+	fs     *pflag.FlagSet
+	labels []string
+	// at is the number of positional arguments parsed before the last
+	// --compare.
+	at int
+}
+
+func (c *compareFlag) String() string { return strings.Join(c.labels, ",") }
+func (c *compareFlag) Type() string   { return "A B" }
+func (c *compareFlag) Set(s string) error {
+	for _, l := range strings.Split(s, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			c.labels = append(c.labels, l)
+		}
+	}
+	c.at = c.fs.NArg()
+	return nil
+}
+
+// resolve completes the labels from the positional args and returns the
+// remaining args.
+func (c *compareFlag) resolve(args []string) ([2]string, []string, error) {
+	switch len(c.labels) {
+	case 0:
+		return [2]string{}, args, nil
+	case 1:
+		if c.at >= len(args) {
+			return [2]string{}, args, errors.New("--compare needs two labels: --compare A B")
+		}
+		rest := slices.Delete(slices.Clone(args), c.at, c.at+1)
+		return [2]string{c.labels[0], args[c.at]}, rest, nil
+	case 2:
+		return [2]string{c.labels[0], c.labels[1]}, args, nil
+	}
+	return [2]string{}, args, fmt.Errorf("--compare takes two labels, got %d (%s)", len(c.labels), c.String())
+}
+
+func newReportCmd(io *IO) *cobra.Command {
+	o := &reportOpts{}
+	cmd := &cobra.Command{
+		Use:   "report [files or directories...]",
+		Short: "Turn result documents into the Volano Report: scores, scalability, footnotes, environments",
+		Long: `report reads the result documents written by "volanogo load" and prints the
+Volano Report: "Is it fast?" (the counted results and the score of every
+platform), "Does it scale?" (scores by connection count, failed steps as
+----a with a lettered footnote, and the Limit: the most connections any run
+held), delivery latency percentiles, the paced capacity table, processor
+scalability, the comparison of two platforms, and the environments and
+command lines of every platform.
+
+Arguments are result files, directories (every *.json file directly inside,
+not recursively) or "-" for one document on standard input; the default is
+the current directory. Shards of one run (same run id) are merged first.
+
+Run rule: the runs of a step are ordered by run number and start time; the
+first --discard runs are dropped (and any run the load marked discarded);
+the score is the average of the best --best of the next --of runs, as the
+Volano Report did (discard 1, best 2 of 3). A client-bound cell (the client,
+not the server, was the bottleneck) is marked "*".
+
+--compare A B sets two platforms side by side, metric by metric, with the
+ratio and a Mann-Whitney U test over the runs (alpha 0.05, "~" when the
+difference is not significant, as benchstat prints it; it needs at least 4
+runs a side). It also accepts --compare A,B and --compare A --compare B.
+
+Files that are not result documents, of an unknown schema or truncated are
+named on stderr and skipped; the report of the rest is still printed and
+the exit status is 1. No document at all is exit status 2.`,
+		Example: `  volanogo report                          # the result files in the current directory, as text
+  volanogo report results/ -o report.html  # one self-contained HTML page (format from the extension)
+  volanogo report --format markdown results/ > REPORT.md
+  volanogo report --discard 0 --best 1 --of 1 run.json    # a single run, no run rule
+  volanogo report --by cpus results/       # one row per label and server processor count
+  volanogo report --compare go1.26-linux java17-volano results/
+  volanogo load -count 100 -o - | volanogo report -`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(cmd, io, o, args)
+		},
+	}
+	f := cmd.Flags()
+	o.compare.fs = f
+	f.StringVar(&o.format, "format", "text", "output format: text, markdown, html, json or csv (default from the -o extension when it is .html, .md, .json or .csv)")
+	f.StringVarP(&o.output, "output", "o", "", "write the report to `FILE` (atomically) instead of standard output")
+	f.IntVar(&o.discard, "discard", report.DefaultDiscard, "runs dropped first in every step (`N` runs)")
+	f.IntVar(&o.best, "best", report.DefaultBest, "the score averages the best `N` counted runs")
+	f.IntVar(&o.of, "of", report.DefaultOf, "counted runs per step after the discard (`N` runs)")
+	f.StringVar(&o.by, "by", report.DefaultBy, "what a row is: label, server (its command line) or cpus (label and server processors)")
+	f.IntVar(&o.step, "step", 0, "connections of the \"Is it fast?\" table (`N` connections; 0: where most platforms have a score)")
+	f.Var(&o.compare, "compare", "compare two platforms (labels) metric by metric: --compare A B")
+	return cmd
+}
+
+func runReport(cmd *cobra.Command, io *IO, o *reportOpts, args []string) error {
+	cmpLabels, paths, err := o.compare.resolve(args)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	format := o.format
+	if !cmd.Flags().Changed("format") && o.output != "" {
+		switch strings.ToLower(filepath.Ext(o.output)) {
+		case ".html", ".htm":
+			format = "html"
+		case ".md", ".markdown":
+			format = "markdown"
+		case ".json":
+			format = "json"
+		case ".csv":
+			format = "csv"
+		}
+	}
+	if format == "md" {
+		format = "markdown"
+	}
+	if !slices.Contains(report.Formats, format) {
+		return &UsageError{Err: fmt.Errorf("--format %q: want one of %s", format, strings.Join(report.Formats, ", "))}
+	}
+	opt := report.Options{Discard: o.discard, Best: o.best, Of: o.of, By: o.by, Compare: cmpLabels,
+		Format: format, Step: o.step}
+	if o.discard < 0 || o.best < 1 || o.of < 1 || o.step < 0 {
+		return &UsageError{Err: errors.New("--discard must be 0 or more, --best and --of 1 or more, --step 0 or more")}
+	}
+	if err := opt.Check(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	docs, errs := results.ReadPaths(paths, io.In)
+	merged, mergeErrs := results.MergeAll(docs)
+	errs = append(errs, mergeErrs...)
+	for _, e := range errs {
+		fmt.Fprintf(io.Err, "volanogo report: skipped %v\n", e)
+	}
+	if len(merged) == 0 {
+		return &ExitError{Code: 2, Msg: fmt.Sprintf("volanogo report: no result documents in %s", strings.Join(paths, " "))}
+	}
+	rep, err := report.Build(merged, opt)
+	if err != nil {
+		var ce *report.CompareError
+		if errors.As(err, &ce) {
+			return &ExitError{Code: 2, Msg: "volanogo report: " + err.Error()}
+		}
+		return err
+	}
+	var buf bytes.Buffer
+	if err := rep.Render(&buf, format); err != nil {
+		return err
+	}
+	if o.output == "" || o.output == "-" {
+		if _, err := io.Out.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	} else if err := writeAtomic(o.output, buf.Bytes()); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return &ExitError{Code: 1, Msg: fmt.Sprintf("volanogo report: %d input(s) skipped", len(errs))}
+	}
+	return nil
+}
+
+// writeAtomic writes data to a temporary file beside path and renames it
+// over path, so that a reader never sees half a report.
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write report %q: %w", path, err)
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("write report %q: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write report %q: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write report %q: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,573 @@
+package report
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/volanogo/volanogo/internal/results"
+)
+
+// ErrNoDocuments is returned by Build when it is given no document.
+var ErrNoDocuments = errors.New("no result documents")
+
+// withDefaults completes the zero fields of o and checks it.
+func (o Options) withDefaults() (Options, error) {
+	if o.Discard < 0 {
+		o.Discard = 0
+	}
+	if o.Best == 0 {
+		o.Best = DefaultBest
+	}
+	if o.Of == 0 {
+		o.Of = max(DefaultOf, o.Best)
+	}
+	if o.By == "" {
+		o.By = DefaultBy
+	}
+	switch {
+	case o.Best < 1:
+		return o, fmt.Errorf("best %d: must be at least 1", o.Best)
+	case o.Of < o.Best:
+		return o, fmt.Errorf("best %d of %d: of must be at least best", o.Best, o.Of)
+	}
+	switch o.By {
+	case ByLabel, ByServer, ByCPUs:
+	default:
+		return o, fmt.Errorf("by %q: must be label, server or cpus", o.By)
+	}
+	if (o.Compare[0] == "") != (o.Compare[1] == "") {
+		return o, errors.New("compare needs two platforms")
+	}
+	return o, nil
+}
+
+// Check reports whether Build accepts o.
+func (o Options) Check() error {
+	_, err := o.withDefaults()
+	return err
+}
+
+// CompareError is returned by Build when Options.Compare names a platform
+// the documents do not have.
+type CompareError struct {
+	Name      string
+	Platforms []string
+}
+
+func (e *CompareError) Error() string {
+	return fmt.Sprintf("compare: no platform %q (platforms: %s)", e.Name, strings.Join(e.Platforms, ", "))
+}
+
+// DefaultOptions is the Volano run rule: discard 1, best 2 of 3, rows by
+// label, text.
+func DefaultOptions() Options {
+	return Options{Discard: DefaultDiscard, Best: DefaultBest, Of: DefaultOf, By: DefaultBy, Format: "text"}
+}
+
+// cellKey places a document in a cell.
+type cellKey struct {
+	row  string
+	kind string
+	step int64
+	cpus int
+}
+
+// stepKey is a cell without its processor count.
+type stepKey struct {
+	row  string
+	kind string
+	step int64
+}
+
+// builder holds the state of one Build.
+type builder struct {
+	opt   Options
+	rep   *Report
+	cells map[cellKey]*Cell
+	docs  map[cellKey][]*results.Document
+	// rows maps a row to its documents, in run order.
+	rows map[string][]*results.Document
+	// main maps a row's step to the processor count its main cell uses.
+	main map[stepKey]int
+	// causes are the footnotes in citation order.
+	causes  []cause
+	letters map[cause]string
+}
+
+// cause is a distinct failure cause.
+type cause struct{ kind, example string }
+
+// Build computes the report of docs under opt. Documents may come in any
+// order: the result does not depend on it. A nil document is ignored.
+func Build(docs []*results.Document, opt Options) (*Report, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var in []*results.Document
+	for _, d := range docs {
+		if d != nil {
+			in = append(in, d)
+		}
+	}
+	if len(in) == 0 {
+		return nil, ErrNoDocuments
+	}
+	merged, errs := results.MergeAll(in)
+	b := &builder{
+		opt:     opt,
+		rep:     &Report{Options: opt, Documents: len(merged)},
+		cells:   map[cellKey]*Cell{},
+		docs:    map[cellKey][]*results.Document{},
+		rows:    map[string][]*results.Document{},
+		main:    map[stepKey]int{},
+		letters: map[cause]string{},
+	}
+	for _, e := range errs {
+		b.rep.Warnings = append(b.rep.Warnings, e.Error())
+	}
+	slices.SortStableFunc(merged, runCompare)
+	for _, d := range merged {
+		k := b.key(d)
+		b.docs[k] = append(b.docs[k], d)
+		b.rows[k.row] = append(b.rows[k.row], d)
+	}
+	keys := sortedKeys(b.docs, func(a, c cellKey) int {
+		return cmp.Or(cmp.Compare(a.row, c.row), cmp.Compare(a.kind, c.kind),
+			cmp.Compare(a.step, c.step), cmp.Compare(a.cpus, c.cpus))
+	})
+	for _, k := range keys {
+		b.cells[k] = b.cell(k, b.docs[k])
+		sk := stepKey{k.row, k.kind, k.step}
+		if cur, ok := b.main[sk]; !ok || k.cpus > cur {
+			b.main[sk] = k.cpus
+		}
+	}
+	b.fast()
+	b.order()
+	b.scale()
+	b.processors()
+	b.capacity()
+	b.latency()
+	b.environments()
+	if opt.Compare[0] != "" {
+		if err := b.compare(); err != nil {
+			return nil, err
+		}
+	}
+	b.footnotes()
+	return b.rep, nil
+}
+
+// runCompare orders runs: by Run, then start time, then anything that
+// tells two documents apart, so that no order of the input shows through.
+func runCompare(a, c *results.Document) int {
+	return cmp.Or(
+		cmp.Compare(a.Run, c.Run),
+		a.Started.Compare(c.Started),
+		a.TimedStart.Compare(c.TimedStart),
+		cmp.Compare(a.RunID, c.RunID),
+		cmp.Compare(a.Label, c.Label),
+		cmp.Compare(a.Step, c.Step),
+		cmp.Compare(a.Config.Rooms, c.Config.Rooms),
+		cmp.Compare(a.Config.Users, c.Config.Users),
+		cmp.Compare(a.Config.ServerCPUs, c.Config.ServerCPUs),
+		cmp.Compare(a.Score, c.Score),
+		cmp.Compare(a.Throughput, c.Throughput),
+		cmp.Compare(a.Counts.Total, c.Counts.Total),
+		boolCompare(a.Passed, c.Passed),
+		boolCompare(a.Discarded, c.Discarded),
+		cmp.Compare(a.Connections.Peak, c.Connections.Peak),
+		cmp.Compare(a.ElapsedSeconds, c.ElapsedSeconds),
+		cmp.Compare(a.Environment.Hostname, c.Environment.Hostname),
+		cmp.Compare(strings.Join(a.CommandLine, " "), strings.Join(c.CommandLine, " ")),
+	)
+}
+
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+func sortedKeys[K comparable, V any](m map[K]V, f func(a, b K) int) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, f)
+	return keys
+}
+
+// kindOf says what scenario a document ran.
+func kindOf(d *results.Document) string {
+	switch {
+	case d.Config.Scenario == results.ScenarioPaced || d.Paced != nil:
+		return KindPaced
+	case d.Config.Scenario == results.ScenarioChurn || d.Churn != nil:
+		return KindChurn
+	}
+	return KindTurns
+}
+
+// cpusOf is the server's processor count for d, 0 when unknown.
+func cpusOf(d *results.Document) int {
+	switch {
+	case d.Config.ServerCPUs > 0:
+		return d.Config.ServerCPUs
+	case d.Server != nil && d.Server.GOMAXPROCS > 0:
+		return d.Server.GOMAXPROCS
+	case d.Server != nil && d.Server.CPUs > 0:
+		return d.Server.CPUs
+	}
+	return 0
+}
+
+// stepOf is the connection count of a turn-taking run, the concurrent
+// users of a paced one.
+func stepOf(d *results.Document, kind string) int64 {
+	if kind == KindPaced && d.Paced != nil && d.Paced.ConcurrentUsers > 0 {
+		return d.Paced.ConcurrentUsers
+	}
+	return int64(d.Config.Rooms) * int64(d.Config.Users)
+}
+
+func (b *builder) key(d *results.Document) cellKey {
+	kind := kindOf(d)
+	k := cellKey{kind: kind, step: stepOf(d, kind), cpus: cpusOf(d)}
+	switch b.opt.By {
+	case ByServer:
+		k.row = serverName(d)
+	case ByCPUs:
+		k.row = labelOf(d)
+		if k.cpus > 0 {
+			k.row += " (" + plural(k.cpus, "CPU") + ")"
+		}
+	default:
+		k.row = labelOf(d)
+	}
+	return k
+}
+
+func labelOf(d *results.Document) string {
+	if d.Label == "" {
+		return "(no label)"
+	}
+	return d.Label
+}
+
+func serverName(d *results.Document) string {
+	switch {
+	case len(d.Config.ServerCommand) > 0:
+		return shellJoin(d.Config.ServerCommand)
+	case d.Config.URL != "":
+		return d.Config.URL
+	case d.Config.Host != "" || d.Config.Port != 0:
+		return d.Config.Host + ":" + strconv.Itoa(d.Config.Port)
+	}
+	return "(unknown server)"
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// counted applies the discard and the "of" rule to runs in run order; all
+// is every run after the discard (for comparisons).
+func (b *builder) counted(runs []*results.Document) (counted, all []*results.Document) {
+	for i, d := range runs {
+		if i < b.opt.Discard || d.Discarded {
+			continue
+		}
+		all = append(all, d)
+	}
+	counted = all
+	if len(counted) > b.opt.Of {
+		counted = counted[:b.opt.Of]
+	}
+	return counted, all
+}
+
+// cell applies the run rule to the runs of one cell.
+func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
+	c := &Cell{Kind: k.kind, Step: k.step, CPUs: k.cpus}
+	counted, _ := b.counted(runs)
+	if len(counted) == 0 {
+		c.Missing = true
+		b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf(
+			"%s at %s: all %s discarded (--discard %d); use --discard 0 to count them",
+			k.row, stepName(k.kind, k.step), plural(len(runs), "run"), b.opt.Discard))
+		return c
+	}
+	var passed []int64
+	bound := 0
+	for _, d := range counted {
+		r := RunResult{Run: d.Run, RunID: d.RunID, Score: d.Score, Passed: d.Passed && !d.Interrupted}
+		if d.Paced != nil && d.Paced.Broken {
+			r.Passed = false
+		}
+		r.ClientBound = clientBound(d)
+		if r.ClientBound {
+			bound++
+		}
+		if r.Passed {
+			passed = append(passed, d.Score)
+		} else {
+			cs := causeOf(d)
+			r.causes = []cause{cs}
+			if !slices.Contains(c.causes, cs) {
+				c.causes = append(c.causes, cs)
+			}
+		}
+		c.Runs = append(c.Runs, r)
+	}
+	need := min(b.opt.Best, len(counted))
+	if len(passed) < need || len(passed) == 0 {
+		c.Failed = true
+		return c
+	}
+	c.ClientBound = 2*bound > len(counted)
+	slices.Sort(passed)
+	c.Min, c.Max = passed[0], passed[len(passed)-1]
+	if n := len(passed); n%2 == 1 {
+		c.Median = float64(passed[n/2])
+	} else {
+		c.Median = float64(passed[n/2-1]+passed[n/2]) / 2
+	}
+	best := passed[max(0, len(passed)-b.opt.Best):]
+	var sum int64
+	for _, s := range best {
+		sum += s
+	}
+	c.Score = roundHalfUp(float64(sum) / float64(len(best)))
+	return c
+}
+
+func roundHalfUp(x float64) int64 { return int64(math.Floor(x + 0.5)) }
+
+// causeOf is the failure a failed run is cited for: its earliest failure,
+// else its most frequent one.
+func causeOf(d *results.Document) cause {
+	if len(d.Failures) == 0 {
+		switch {
+		case d.Interrupted:
+			return cause{kind: kindInterrupted}
+		case d.Paced != nil && d.Paced.Broken:
+			return cause{kind: kindBroken, example: d.Paced.Reason}
+		}
+		return cause{kind: results.FailOther, example: "the run failed without a recorded cause"}
+	}
+	fs := slices.Clone(d.Failures)
+	slices.SortFunc(fs, func(a, c results.Failure) int {
+		az, cz := a.At.IsZero(), c.At.IsZero()
+		if az != cz {
+			return boolCompare(az, cz)
+		}
+		return cmp.Or(a.At.Compare(c.At), -cmp.Compare(a.Count, c.Count),
+			cmp.Compare(a.Kind, c.Kind), cmp.Compare(a.Example, c.Example))
+	})
+	ex := fs[0].Example
+	if fs[0].Kind == results.FailOpenFiles && d.Environment.OpenFilesSoft > 0 && !strings.Contains(ex, "limit") {
+		ex += ", client limit " + strconv.FormatInt(d.Environment.OpenFilesSoft, 10)
+	}
+	return cause{kind: fs[0].Kind, example: ex}
+}
+
+// clientBound applies the rule of the package doc to one run.
+func clientBound(d *results.Document) bool {
+	cpu := d.Client.CPUUserSeconds + d.Client.CPUSystemSeconds
+	if d.ElapsedSeconds > 0 && d.Environment.CPUs > 0 && cpu/d.ElapsedSeconds >= 0.9*float64(d.Environment.CPUs) {
+		return true
+	}
+	s := d.Server
+	if s == nil || s.CPUPerMessageMicros <= 0 || d.Client.CPUPerMessageMicros <= 0 {
+		return false
+	}
+	if d.Client.CPUPerMessageMicros < s.CPUPerMessageMicros {
+		return false
+	}
+	procs := cpusOf(d)
+	if procs == 0 {
+		procs = 1
+	}
+	return s.CPUPercent < 90*float64(procs)
+}
+
+// mainCell is the cell a row shows at a step in the main tables.
+func (b *builder) mainCell(row, kind string, step int64) *Cell {
+	cpus, ok := b.main[stepKey{row, kind, step}]
+	if !ok {
+		return nil
+	}
+	return b.cells[cellKey{row, kind, step, cpus}]
+}
+
+// rowNames lists the rows in name order.
+func (b *builder) rowNames() []string {
+	return sortedKeys(b.rows, strings.Compare)
+}
+
+// steps lists the steps of a kind over all rows, ascending.
+func (b *builder) steps(kind string) []int64 {
+	set := map[int64]bool{}
+	for k := range b.main {
+		if k.kind == kind {
+			set[k.step] = true
+		}
+	}
+	return sortedKeys(set, cmp.Compare[int64])
+}
+
+// fast builds "Is it fast?" at the chosen step.
+func (b *builder) fast() {
+	steps := b.steps(KindTurns)
+	if len(steps) == 0 {
+		return
+	}
+	step := int64(b.opt.Step)
+	if step == 0 {
+		bestN := -1
+		for _, s := range steps {
+			n := 0
+			for _, row := range b.rowNames() {
+				if c := b.mainCell(row, KindTurns, s); c != nil && !c.Missing && !c.Failed {
+					n++
+				}
+			}
+			better := n > bestN
+			if n == bestN {
+				ds, db := absInt(s-1000), absInt(step-1000)
+				better = ds < db || (ds == db && s < step)
+			}
+			if better {
+				bestN, step = n, s
+			}
+		}
+	}
+	t := &FastTable{Connections: step}
+	for _, row := range b.rowNames() {
+		c := b.mainCell(row, KindTurns, step)
+		if c == nil || c.Missing {
+			continue
+		}
+		t.Rows = append(t.Rows, FastRow{Platform: row, OS: osOf(b.rows[row][0]), Cell: c})
+	}
+	slices.SortStableFunc(t.Rows, func(x, y FastRow) int {
+		return cmp.Or(boolCompare(x.Cell.Failed, y.Cell.Failed), -cmp.Compare(x.Cell.Score, y.Cell.Score),
+			cmp.Compare(x.Platform, y.Platform))
+	})
+	if len(t.Rows) > 0 {
+		b.rep.Fast = t
+	}
+}
+
+func absInt(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func osOf(d *results.Document) string {
+	e := d.Environment
+	s := e.Distribution
+	if s == "" {
+		s = e.OS
+	}
+	if e.Kernel != "" {
+		s += ", kernel " + e.Kernel
+	}
+	return s
+}
+
+// order sets the report's row order: by "Is it fast?", then by name.
+func (b *builder) order() {
+	seen := map[string]bool{}
+	if b.rep.Fast != nil {
+		for _, r := range b.rep.Fast.Rows {
+			b.rep.Platforms = append(b.rep.Platforms, r.Platform)
+			seen[r.Platform] = true
+		}
+	}
+	for _, row := range b.rowNames() {
+		if !seen[row] {
+			b.rep.Platforms = append(b.rep.Platforms, row)
+		}
+	}
+}
+
+// scale builds "Does it scale?" when turn-taking runs span two or more
+// connection counts.
+func (b *builder) scale() {
+	steps := b.steps(KindTurns)
+	if len(steps) < 2 {
+		return
+	}
+	t := &ScaleTable{Columns: steps}
+	for _, row := range b.rep.Platforms {
+		sr := ScaleRow{Platform: row}
+		failed, any := false, false
+		for _, s := range steps {
+			c := b.mainCell(row, KindTurns, s)
+			if c == nil {
+				c = &Cell{Kind: KindTurns, Step: s, Missing: true}
+			}
+			if c.Missing {
+				c.AfterFailure = failed
+			} else {
+				any = true
+			}
+			if c.Failed {
+				failed = true
+			}
+			sr.Cells = append(sr.Cells, c)
+		}
+		if !any {
+			continue
+		}
+		sr.Limit = b.limit(row)
+		t.Rows = append(t.Rows, sr)
+	}
+	b.rep.Scale = t
+}
+
+// limit finds the most connections any turn-taking run of row held.
+func (b *builder) limit(row string) Limit {
+	var best *results.Document
+	var bestN int64
+	for _, d := range b.rows[row] {
+		if kindOf(d) != KindTurns {
+			continue
+		}
+		n := d.Connections.Peak
+		if n == 0 {
+			n = d.Connections.Established
+		}
+		if best == nil || n > bestN || (n == bestN && d.Passed && !best.Passed) {
+			best, bestN = d, n
+		}
+	}
+	l := Limit{Connections: bestN}
+	switch {
+	case best.Interrupted:
+		l.Ended = "interrupted"
+	case best.Passed && (best.Paced == nil || !best.Paced.Broken):
+		l.Ended = "passed"
+	default:
+		l.Ended = "failed"
+		l.causes = []cause{causeOf(best)}
+	}
+	return l
+}

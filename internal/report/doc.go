@@ -1,0 +1,104 @@
+// Package report turns result documents (internal/results) into the Volano
+// Report: the tables, footnotes and environments that `volanogo report`
+// prints as text, markdown, JSON, CSV or one self-contained HTML page.
+//
+// The pipeline is Build, then Render:
+//
+//	rep, err := report.Build(docs, report.Options{Discard: 1, Best: 2, Of: 3})
+//	err = rep.Render(w, "text")
+//
+// Build never reads files and never prints; the command (internal/cli)
+// reads the documents and reports the files it skipped.
+//
+// # The model
+//
+// Shards of one run (documents with the same run id and a Shard) are merged
+// first. Every document is then placed in a cell:
+//
+//   - a row, the platform: its Label (--by label, the default), its server
+//     command line (--by server), or its label and the server's processor
+//     count (--by cpus);
+//   - a kind: turn-taking ("turns", Mark's test), paced (open loop) or churn;
+//   - a step: the connection count rooms × users for turn-taking runs, the
+//     concurrent users for paced runs;
+//   - the server's processor count: Config.ServerCPUs when the client
+//     restricted the server, else the GOMAXPROCS or CPU count the server
+//     reported, else 0 (unknown).
+//
+// Where one row has runs at several processor counts for one step, the
+// "Is it fast?" and "Does it scale?" cells use the highest count (the
+// whole machine); the others appear in the processor scalability table.
+//
+// # The run rule
+//
+// The runs of a cell are ordered by their Run number, then their start time
+// (then run id and score, so that the order of the input files never
+// matters). The first Options.Discard runs are dropped, and so is any run
+// the load marked Discarded (normally the same first run). Of the rest, the
+// first Options.Of are the counted results. The score is the average of the
+// best Options.Best passed counted results, rounded half up, as Mark rounds
+// its own score. The cell also shows the median and the spread (min–max) of
+// its passed counted results.
+//
+// A cell fails when fewer of its counted runs passed than
+// min(Best, counted runs): it shows "----" and the footnote letters of the
+// failures, as the Volano Report did ("----a"). A cell that has a score but
+// also failed runs keeps its score and gets the letters ("1218a"). Steps of a
+// row above a failed step that have no runs show "----".
+//
+// # Limit
+//
+// The Limit of a row is the most connections any of its turn-taking runs
+// held at once (Connections.Peak; Connections.Established when Peak is
+// absent), failed and discarded runs included, and how that run ended: "passed", "failed" (with the
+// footnote letter) or "interrupted". A Limit reached by a passed run is
+// printed as a lower bound ("≥ 2100"): the platform held everything asked of
+// it.
+//
+// # Footnotes
+//
+// Each distinct failure cause (a failure kind and its first example text)
+// gets one footnote, lettered a, b, c … in the order the tables first cite
+// them. A failed run cites its first failure (the earliest, else the most
+// frequent kind).
+//
+// # Processor scalability
+//
+// When the runs of a row at one step differ by the server's processor
+// count, the processor table shows the score at each count and the gain of
+// each added processor, as JavaWorld printed it in 1998 ("1648 (83%)" after
+// 902 on one processor): the gain at n processors is
+//
+//	gain(n) = score(n) / score(m) − 1
+//
+// where m is the next lower count measured. When counts are not adjacent
+// (1, then 4) the gain is spread evenly over the added processors:
+// (score(n)/score(m))^(1/(n−m)) − 1, the compound gain per processor.
+//
+// # Client-bound runs
+//
+// A score measures the server only while the client keeps up. A run is
+// client-bound when either
+//
+//   - the client's CPU use over the timed phase reached 90% of all the client
+//     machine's processors ((user+system)/elapsed ≥ 0.9 × Environment.CPUs),
+//     or
+//   - the client spent at least as much CPU per message as the server
+//     (Client.CPUPerMessageMicros ≥ Server.CPUPerMessageMicros) while the
+//     server was not itself saturated (Server.CPUPercent < 90% of its
+//     processors).
+//
+// A cell is client-bound when more than half of its counted runs are; it
+// is marked with "*" and a note explains the mark.
+//
+// # Compare
+//
+// Options.Compare names two rows. For every step both have, every metric
+// (score, delivery latency p50 and p99, server and client CPU per message)
+// is summarised by its median over the runs after the discard, and the two
+// samples are compared with the Mann–Whitney U test (golang.org/x/perf
+// benchmath, AssumeNothing, alpha 0.05), as benchstat does. The delta is
+// "~" when the difference is not significant; with three runs a side the
+// smallest possible p-value is 0.1, so at least four runs a side are needed
+// to see a significant difference.
+package report

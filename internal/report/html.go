@@ -1,0 +1,316 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+//go:embed report.html.tmpl
+var htmlSource string
+
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"nanos":    fmtNanos,
+	"rate":     fmtRate,
+	"cpu":      fmtCPU,
+	"pause":    fmtPause,
+	"pval":     fmtP,
+	"ratio":    fmtRatio,
+	"cmpv":     fmtCompare,
+	"step":     stepCell,
+	"plural":   plural,
+	"outcome":  outcome,
+	"headline": capacityHeadline,
+	"env":      envLines,
+	"join":     strings.Join,
+	"median": func(c *Cell) string {
+		if c.Failed {
+			return ""
+		}
+		return strconv.FormatFloat(c.Median, 'f', -1, 64)
+	},
+	"f1": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+}).Parse(htmlSource))
+
+// palette colours the series of the charts.
+var palette = []string{"#1f5fa8", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#475569"}
+
+type svgTick struct {
+	Pos   float64
+	Label string
+}
+
+type svgBar struct {
+	Label, Value, Title string
+	Y, W, ValueX        float64
+	Failed              bool
+}
+
+// barChart is the horizontal bar chart of "Is it fast?".
+type barChart struct {
+	Width, Height, Left, PlotW, BarH float64
+	Bars                             []svgBar
+	Ticks                            []svgTick
+}
+
+type svgDot struct {
+	X, Y  float64
+	Title string
+	// Label is printed beside a failure mark (its footnote letters).
+	Label string
+}
+
+type svgSeries struct {
+	Name, Color string
+	// Lines are polylines ("x,y x,y …"), broken where a step is missing.
+	Lines   []string
+	Dots    []svgDot
+	Fails   []svgDot
+	LegendY float64
+}
+
+// lineChart is a line chart with linear x and linear or log y.
+type lineChart struct {
+	Title                                  string
+	Width, Height, Left, Top, PlotW, PlotH float64
+	XTicks, YTicks                         []svgTick
+	XLabel, YLabel                         string
+	Series                                 []svgSeries
+	LegendX                                float64
+}
+
+func (c *lineChart) Bottom() float64 { return c.Top + c.PlotH }
+func (c *lineChart) Right() float64  { return c.Left + c.PlotW }
+
+// niceCeil rounds v up to 1, 2 or 5 × a power of ten.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func linTicks(top float64, n int) []float64 {
+	var ts []float64
+	for i := 0; i <= n; i++ {
+		ts = append(ts, top*float64(i)/float64(n))
+	}
+	return ts
+}
+
+func (r *Report) fastChart() *barChart {
+	t := r.Fast
+	if t == nil {
+		return nil
+	}
+	var top int64
+	for _, row := range t.Rows {
+		top = max(top, row.Cell.Score)
+	}
+	scale := niceCeil(float64(top))
+	c := &barChart{Width: 760, Left: 190, PlotW: 500, BarH: 22}
+	for i, row := range t.Rows {
+		b := svgBar{Label: row.Platform, Value: row.Cell.Text(), Y: 10 + float64(i)*(c.BarH+8), Failed: row.Cell.Failed,
+			Title: row.Platform + ": " + row.Cell.ResultsText()}
+		if !row.Cell.Failed {
+			b.W = c.PlotW * float64(row.Cell.Score) / scale
+		}
+		b.ValueX = c.Left + b.W + 6
+		c.Bars = append(c.Bars, b)
+	}
+	c.Height = 10 + float64(len(t.Rows))*(c.BarH+8) + 26
+	for _, v := range linTicks(scale, 5) {
+		c.Ticks = append(c.Ticks, svgTick{Pos: c.Left + c.PlotW*v/scale, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	return c
+}
+
+func newLineChart(title, xl, yl string) *lineChart {
+	return &lineChart{Title: title, Width: 760, Height: 340, Left: 70, Top: 20, PlotW: 470, PlotH: 260,
+		XLabel: xl, YLabel: yl, LegendX: 560}
+}
+
+func (r *Report) scaleChart() *lineChart {
+	t := r.Scale
+	if t == nil || len(t.Columns) < 2 {
+		return nil
+	}
+	c := newLineChart("Score against connections", "connections", "messages per second")
+	x0, x1 := float64(t.Columns[0]), float64(t.Columns[len(t.Columns)-1])
+	var top int64
+	for _, row := range t.Rows {
+		for _, cell := range row.Cells {
+			top = max(top, cell.Score)
+		}
+	}
+	ymax := niceCeil(float64(top))
+	xp := func(x float64) float64 { return c.Left + c.PlotW*(x-x0)/(x1-x0) }
+	yp := func(y float64) float64 { return c.Top + c.PlotH*(1-y/ymax) }
+	last := math.Inf(-1)
+	for _, col := range t.Columns {
+		tk := svgTick{Pos: xp(float64(col)), Label: strconv.FormatInt(col, 10)}
+		if tk.Pos-last < 36 {
+			tk.Label = "" // too close to the previous label
+		} else {
+			last = tk.Pos
+		}
+		c.XTicks = append(c.XTicks, tk)
+	}
+	for _, v := range linTicks(ymax, 5) {
+		c.YTicks = append(c.YTicks, svgTick{Pos: yp(v), Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	for i, row := range t.Rows {
+		s := svgSeries{Name: row.Platform, Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		var line []string
+		flush := func() {
+			if len(line) > 1 {
+				s.Lines = append(s.Lines, strings.Join(line, " "))
+			}
+			line = nil
+		}
+		for _, cell := range row.Cells {
+			x := xp(float64(cell.Step))
+			switch {
+			case cell.Missing && cell.AfterFailure:
+				flush()
+			case cell.Missing:
+				// No run at this step: the line goes on to the next.
+			case cell.Failed:
+				flush()
+				s.Fails = append(s.Fails, svgDot{X: x, Y: yp(0), Label: strings.Join(cell.Notes, ""),
+					Title: row.Platform + " at " + stepName(KindTurns, cell.Step) + ": " + cell.Text()})
+			default:
+				y := yp(float64(cell.Score))
+				line = append(line, fmt.Sprintf("%.1f,%.1f", x, y))
+				s.Dots = append(s.Dots, svgDot{X: x, Y: y, Title: row.Platform + " at " + stepName(KindTurns, cell.Step) + ": " + cell.Text()})
+			}
+		}
+		flush()
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// latencyChart plots the percentiles of each platform at one step on a
+// logarithmic axis: the "Is it fast?" step, else each platform's first.
+func (r *Report) latencyChart() *lineChart {
+	t := r.Latency
+	if t == nil {
+		return nil
+	}
+	var rows []LatencyRow
+	seen := map[string]bool{}
+	for _, row := range t.Rows {
+		if r.Fast != nil && (row.Kind != KindTurns || row.Step != r.Fast.Connections) {
+			continue
+		}
+		if !seen[row.Platform] {
+			seen[row.Platform] = true
+			rows = append(rows, row)
+		}
+	}
+	if r.Fast != nil && len(rows) == 0 {
+		for _, row := range t.Rows {
+			if !seen[row.Platform] {
+				seen[row.Platform] = true
+				rows = append(rows, row)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	title := "Delivery latency percentiles"
+	if r.Fast != nil && rows[0].Kind == KindTurns && rows[0].Step == r.Fast.Connections {
+		title += " at " + stepName(KindTurns, r.Fast.Connections)
+	}
+	c := newLineChart(title, "percentile", "latency (log scale)")
+	lo, hi := math.MaxFloat64, 1.0
+	for _, row := range rows {
+		for _, v := range []int64{row.P50, row.P99, row.P999, row.Max} {
+			if v > 0 {
+				lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+			}
+		}
+	}
+	if lo > hi {
+		lo = 1
+	}
+	d0, d1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if d1 <= d0 {
+		d1 = d0 + 1
+	}
+	yp := func(v float64) float64 {
+		return c.Top + c.PlotH*(1-(math.Log10(math.Max(v, 1))-d0)/(d1-d0))
+	}
+	names := []string{"p50", "p99", "p99.9", "max"}
+	xp := func(i int) float64 { return c.Left + c.PlotW*float64(i)/float64(len(names)-1) }
+	for i, n := range names {
+		c.XTicks = append(c.XTicks, svgTick{Pos: xp(i), Label: n})
+	}
+	for d := d0; d <= d1; d++ {
+		c.YTicks = append(c.YTicks, svgTick{Pos: yp(math.Pow(10, d)), Label: fmtNanos(int64(math.Pow(10, d)))})
+	}
+	for i, row := range rows {
+		name := row.Platform
+		if r.Fast == nil || row.Step != r.Fast.Connections {
+			name += " (" + stepName(row.Kind, row.Step) + ")"
+		}
+		s := svgSeries{Name: name, Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		var pts []string
+		for j, v := range []int64{row.P50, row.P99, row.P999, row.Max} {
+			if v <= 0 {
+				continue
+			}
+			x, y := xp(j), yp(float64(v))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+			s.Dots = append(s.Dots, svgDot{X: x, Y: y, Title: row.Platform + " " + names[j] + ": " + fmtNanos(v)})
+		}
+		if len(pts) > 1 {
+			s.Lines = append(s.Lines, strings.Join(pts, " "))
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+type htmlData struct {
+	*Report
+	Rule         string
+	FastIntro    string
+	ScaleIntro   string
+	ClientNote   string
+	LatIntro     string
+	CapIntro     string
+	ProcIntro    string
+	CompareIntro string
+	FastChart    *barChart
+	ScaleChart   *lineChart
+	LatChart     *lineChart
+	Tools        []string
+}
+
+func (r *Report) renderHTML(w io.Writer) error {
+	d := htmlData{Report: r, Rule: r.ruleText(), FastIntro: fastIntro, ScaleIntro: scaleIntro, ClientNote: clientNote,
+		LatIntro: latIntro, CapIntro: capIntro, ProcIntro: procIntro,
+		FastChart: r.fastChart(), ScaleChart: r.scaleChart(), LatChart: r.latencyChart()}
+	if r.Compare != nil {
+		d.CompareIntro = compareIntro(r.Compare)
+	}
+	for _, e := range r.Environments {
+		for _, t := range e.Tools {
+			d.Tools = appendNew(d.Tools, t)
+		}
+	}
+	return htmlTemplate.Execute(w, d)
+}

@@ -1,0 +1,87 @@
+package report
+
+import (
+	"errors"
+
+	"github.com/volanogo/volanogo/internal/results"
+)
+
+// quantiles are the percentiles of a merged histogram, in nanoseconds.
+type quantiles struct {
+	name                string
+	count               int64
+	p50, p99, p999, max int64
+}
+
+// percentiles merges the named histogram (the first of names that the
+// documents carry) over docs, skipping failed runs when passedOnly. When
+// the histograms cannot be merged it falls back on the medians of the
+// runs' summaries, with a warning.
+func (b *builder) percentiles(docs []*results.Document, passedOnly bool, names []string) (quantiles, bool) {
+	for _, name := range names {
+		var hs []*results.Histogram
+		for _, d := range docs {
+			if passedOnly && !d.Passed {
+				continue
+			}
+			if h := d.Latency[name]; h != nil && h.Count > 0 {
+				hs = append(hs, h)
+			}
+		}
+		if len(hs) == 0 {
+			continue
+		}
+		m, err := mergeDecode(hs)
+		if err == nil && m.TotalCount() > 0 {
+			return quantiles{name: name, count: m.TotalCount(), p50: m.ValueAtQuantile(50),
+				p99: m.ValueAtQuantile(99), p999: m.ValueAtQuantile(99.9), max: m.Max()}, true
+		}
+		if err != nil {
+			b.rep.Warnings = appendNew(b.rep.Warnings, "latency: "+err.Error()+"; using the medians of the runs' summaries")
+		}
+		q := quantiles{name: name}
+		var p50, p99, p999 []float64
+		for _, h := range hs {
+			q.count += h.Count
+			q.max = max(q.max, h.Max)
+			p50, p99, p999 = append(p50, float64(h.P50)), append(p99, float64(h.P99)), append(p999, float64(h.P999))
+		}
+		q.p50, q.p99, q.p999 = int64(median(p50)), int64(median(p99)), int64(median(p999))
+		return q, true
+	}
+	return quantiles{}, false
+}
+
+type hdrQuantiles interface {
+	TotalCount() int64
+	ValueAtQuantile(q float64) int64
+	Max() int64
+}
+
+func mergeDecode(hs []*results.Histogram) (hdrQuantiles, error) {
+	m, err := results.MergeHistograms(hs...)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("no histogram")
+	}
+	return m.Decode()
+}
+
+// describe is a phrase for a failure kind, for footnotes; "broken" and
+// "interrupted" are the report's own kinds for runs without a failure.
+func describe(kind string) string {
+	switch kind {
+	case kindBroken:
+		return "broke"
+	case kindInterrupted:
+		return "interrupted"
+	}
+	return results.Describe(kind)
+}
+
+const (
+	kindBroken      = "broken"
+	kindInterrupted = "interrupted"
+)

@@ -1,0 +1,383 @@
+package report
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Options configures Build. Zero Best, Of and By take their defaults;
+// DefaultOptions is the whole Volano rule (Discard 1, best 2 of 3).
+type Options struct {
+	// Discard is how many runs of a cell are dropped first (DefaultDiscard
+	// is 1; 0 keeps them all; negative means 0).
+	Discard int `json:"discard"`
+	// Best and Of: the score is the average of the best Best of the first
+	// Of counted runs (defaults 2 and 3, the Volano rule).
+	Best int `json:"best"`
+	Of   int `json:"of"`
+	// By says what a row is: "label" (default), "server" or "cpus".
+	By string `json:"by"`
+	// Compare names two rows to compare metric by metric; empty strings
+	// mean no comparison.
+	Compare [2]string `json:"compare,omitzero"`
+	// Format is the renderer the caller means to use; Build ignores it.
+	Format string `json:"format,omitempty"`
+	// Step is the connection count of the "Is it fast?" table; 0 chooses
+	// the count at which the most rows have a score (ties: nearest to
+	// 1000, Mark's default 50 rooms × 20 users, then the smaller).
+	Step int `json:"step,omitempty"`
+}
+
+// Default run rule.
+const (
+	DefaultDiscard = 1
+	DefaultBest    = 2
+	DefaultOf      = 3
+	DefaultBy      = ByLabel
+)
+
+// Values of Options.By.
+const (
+	ByLabel  = "label"
+	ByServer = "server"
+	ByCPUs   = "cpus"
+)
+
+// Kinds of run (Cell.Kind).
+const (
+	KindTurns = "turns"
+	KindPaced = "paced"
+	KindChurn = "churn"
+)
+
+// Report is what Build computed: every table, ready to render. Tables
+// that the documents give nothing for are nil.
+type Report struct {
+	Options Options `json:"options"`
+	// Platforms are the rows in report order: best "Is it fast?" score
+	// first, then by name.
+	Platforms  []string        `json:"platforms"`
+	Fast       *FastTable      `json:"fast,omitempty"`
+	Scale      *ScaleTable     `json:"scale,omitempty"`
+	Latency    *LatencyTable   `json:"latency,omitempty"`
+	Capacity   *CapacityTable  `json:"capacity,omitempty"`
+	Processors *ProcessorTable `json:"processors,omitempty"`
+	Compare    *CompareTable   `json:"compare,omitempty"`
+	// Footnotes are the distinct failure causes, lettered.
+	Footnotes []Footnote `json:"footnotes,omitempty"`
+	// ClientBound is true when any cell is marked client-bound.
+	ClientBound  bool          `json:"client_bound,omitempty"`
+	Environments []Environment `json:"environments"`
+	// Documents is the number of documents after shards were merged.
+	Documents int `json:"documents"`
+	// Warnings are problems with the input that did not stop the report
+	// (shards that could not be merged, undecodable histograms).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// RunResult is one counted run of a cell.
+type RunResult struct {
+	Run    int    `json:"run"`
+	RunID  string `json:"run_id"`
+	Score  int64  `json:"score"`
+	Passed bool   `json:"passed"`
+	// Notes are the footnote letters of the run's failure.
+	Notes       []string `json:"notes,omitempty"`
+	ClientBound bool     `json:"client_bound,omitempty"`
+
+	causes []cause
+}
+
+// Cell is the outcome of one platform at one step under the run rule.
+type Cell struct {
+	Kind string `json:"kind"`
+	// Step is connections (turns) or concurrent users (paced).
+	Step int64 `json:"step"`
+	CPUs int   `json:"cpus,omitempty"`
+	// Runs are the counted runs, in run order.
+	Runs []RunResult `json:"runs"`
+	// Score is the average of the best passed runs; 0 when Failed.
+	Score  int64 `json:"score"`
+	Failed bool  `json:"failed,omitempty"`
+	// Median, Min and Max are over the passed counted runs.
+	Median float64 `json:"median"`
+	Min    int64   `json:"min"`
+	Max    int64   `json:"max"`
+	// Notes are footnote letters: the failures in the cell's runs.
+	Notes       []string `json:"notes,omitempty"`
+	ClientBound bool     `json:"client_bound,omitempty"`
+	// Missing marks a step the platform has no runs for; AfterFailure
+	// says a lower step failed, so the cell prints "----".
+	Missing      bool `json:"missing,omitempty"`
+	AfterFailure bool `json:"after_failure,omitempty"`
+
+	causes []cause
+}
+
+// Text is the cell as the tables print it: "2206", "----a", "1218a*", "".
+func (c *Cell) Text() string {
+	if c == nil || c.Missing {
+		if c != nil && c.AfterFailure {
+			return "----"
+		}
+		return ""
+	}
+	var b strings.Builder
+	if c.Failed {
+		b.WriteString("----")
+	} else {
+		b.WriteString(strconv.FormatInt(c.Score, 10))
+	}
+	b.WriteString(strings.Join(c.Notes, ""))
+	if c.ClientBound && !c.Failed {
+		b.WriteString("*")
+	}
+	return b.String()
+}
+
+// ResultsText lists the counted results as the Volano Report did:
+// "1897, 1900, 1893" with footnote letters after failed runs.
+func (c *Cell) ResultsText() string {
+	parts := make([]string, 0, len(c.Runs))
+	for _, r := range c.Runs {
+		s := "----"
+		if r.Passed {
+			s = strconv.FormatInt(r.Score, 10)
+		}
+		parts = append(parts, s+strings.Join(r.Notes, ""))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// SpreadText is "min–max" of the passed counted runs, or "".
+func (c *Cell) SpreadText() string {
+	if c.Failed || c.Max == 0 {
+		return ""
+	}
+	return strconv.FormatInt(c.Min, 10) + "–" + strconv.FormatInt(c.Max, 10)
+}
+
+// FastTable is "Is it fast?": one row per platform at one step.
+type FastTable struct {
+	// Connections is the step the table compares.
+	Connections int64     `json:"connections"`
+	Rows        []FastRow `json:"rows"`
+}
+
+// FastRow is one platform in "Is it fast?".
+type FastRow struct {
+	Platform string `json:"platform"`
+	// OS is the client machine's distribution or OS and kernel.
+	OS   string `json:"os"`
+	Cell *Cell  `json:"cell"`
+}
+
+// ScaleTable is "Does it scale?": platforms × connection counts.
+type ScaleTable struct {
+	Columns []int64    `json:"columns"`
+	Rows    []ScaleRow `json:"rows"`
+}
+
+// ScaleRow is one platform across the connection counts.
+type ScaleRow struct {
+	Platform string `json:"platform"`
+	// Cells has one entry per column.
+	Cells []*Cell `json:"cells"`
+	Limit Limit   `json:"limit"`
+}
+
+// Limit is the most connections any run of a platform held.
+type Limit struct {
+	Connections int64 `json:"connections"`
+	// Ended is "passed", "failed" or "interrupted": how the run that
+	// held them ended.
+	Ended string   `json:"ended"`
+	Notes []string `json:"notes,omitempty"`
+
+	causes []cause
+}
+
+// Text prints a limit: "≥ 2100" when it passed, "1479a" when it failed.
+func (l Limit) Text() string {
+	if l.Connections == 0 {
+		return ""
+	}
+	n := strconv.FormatInt(l.Connections, 10)
+	switch l.Ended {
+	case "passed":
+		return "≥ " + n
+	case "interrupted":
+		return n + " (stopped)"
+	}
+	return n + strings.Join(l.Notes, "")
+}
+
+// LatencyTable holds delivery latency percentiles, merged over the counted
+// runs of each cell from their HDR histograms. Values are nanoseconds.
+type LatencyTable struct {
+	Rows []LatencyRow `json:"rows"`
+}
+
+// LatencyRow is one platform at one step.
+type LatencyRow struct {
+	Platform string `json:"platform"`
+	Kind     string `json:"kind"`
+	Step     int64  `json:"step"`
+	// Histogram is the name of the histogram used (results.Latency*).
+	Histogram string `json:"histogram"`
+	Count     int64  `json:"count"`
+	P50       int64  `json:"p50_ns"`
+	P99       int64  `json:"p99_ns"`
+	P999      int64  `json:"p999_ns"`
+	Max       int64  `json:"max_ns"`
+}
+
+// CapacityTable is the paced (open-loop) capacity test, one block per
+// platform, as a game-server vendor publishes it.
+type CapacityTable struct {
+	Rows []CapacityRow `json:"rows"`
+}
+
+// CapacityRow is one platform's paced sweep.
+type CapacityRow struct {
+	Platform string         `json:"platform"`
+	Steps    []CapacityStep `json:"steps"`
+	// Held is the most concurrent users of a step that did not break.
+	Held int64 `json:"held"`
+	// BrokeAt is the first step that broke (0 if none), and Reason why.
+	BrokeAt int64  `json:"broke_at,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// CapacityStep is one paced step, the median over its counted runs.
+type CapacityStep struct {
+	Users        int64   `json:"concurrent_users"`
+	PauseSeconds float64 `json:"pause_seconds"`
+	InPerSecond  float64 `json:"in_per_second"`
+	OutPerSecond float64 `json:"out_per_second"`
+	// ServerCPUPercent is 100 per processor; -1 when unknown.
+	ServerCPUPercent float64 `json:"server_cpu_percent"`
+	// P99 of delivery latency from the scheduled send, ns; 0 if unknown.
+	P99         int64    `json:"p99_ns"`
+	Broken      bool     `json:"broken,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+	ClientBound bool     `json:"client_bound,omitempty"`
+	Runs        int      `json:"runs"`
+
+	causes []cause
+}
+
+// ProcessorTable is processor scalability: the score at each processor
+// count and the gain of each added processor.
+type ProcessorTable struct {
+	Columns []int          `json:"columns"`
+	Rows    []ProcessorRow `json:"rows"`
+}
+
+// ProcessorRow is one platform at one step across processor counts.
+type ProcessorRow struct {
+	Platform    string `json:"platform"`
+	Connections int64  `json:"connections"`
+	// Cells has one entry per column (nil when not measured).
+	Cells []*ProcessorCell `json:"cells"`
+}
+
+// ProcessorCell is the score at one processor count.
+type ProcessorCell struct {
+	CPUs int   `json:"cpus"`
+	Cell *Cell `json:"cell"`
+	// GainPercent is the gain per added processor over the next lower
+	// count measured (see the package doc); nil for the first count or
+	// when either score is missing.
+	GainPercent *float64 `json:"gain_percent,omitempty"`
+}
+
+// Text prints "1648 (83%)".
+func (p *ProcessorCell) Text() string {
+	if p == nil {
+		return ""
+	}
+	s := p.Cell.Text()
+	if p.GainPercent != nil {
+		s += " (" + strconv.FormatFloat(*p.GainPercent, 'f', 0, 64) + "%)"
+	}
+	return s
+}
+
+// CompareTable sets two platforms side by side, metric by metric.
+type CompareTable struct {
+	A    string       `json:"a"`
+	B    string       `json:"b"`
+	Rows []CompareRow `json:"rows"`
+	// Alpha is the significance level.
+	Alpha float64 `json:"alpha"`
+	// Warnings are the statistics' caveats ("need >= 4 samples to detect
+	// a difference at alpha level 0.05"), each once.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// CompareRow is one metric at one step.
+type CompareRow struct {
+	Kind   string `json:"kind"`
+	Step   int64  `json:"step"`
+	Metric string `json:"metric"`
+	Unit   string `json:"unit"`
+	// A and B are the medians of the runs.
+	A  float64 `json:"a"`
+	B  float64 `json:"b"`
+	NA int     `json:"n_a"`
+	NB int     `json:"n_b"`
+	// Ratio is B / A (0 when A is 0).
+	Ratio float64 `json:"ratio"`
+	// Delta is "~" when not significant, else the change from A to B in
+	// percent ("+12.34%").
+	Delta string `json:"delta"`
+	// P is the Mann–Whitney U p-value (-1 when not computed).
+	P float64 `json:"p"`
+	// Better says which side is better when significant: "A", "B" or "".
+	Better string `json:"better,omitempty"`
+}
+
+// Footnote is one distinct failure cause.
+type Footnote struct {
+	Letter  string `json:"letter"`
+	Kind    string `json:"kind"`
+	Example string `json:"example"`
+	// Text is the footnote as printed.
+	Text string `json:"text"`
+	// Where lists the cells that cite it ("java17-volano 1500").
+	Where []string `json:"where"`
+}
+
+// Environment is what a platform ran on and how it was started.
+type Environment struct {
+	Platform string `json:"platform"`
+	// Client machine.
+	Hostname       string `json:"hostname,omitempty"`
+	OS             string `json:"os"`
+	Kernel         string `json:"kernel,omitempty"`
+	CPU            string `json:"cpu"`
+	CPUs           int    `json:"cpus"`
+	MemoryBytes    int64  `json:"memory_bytes"`
+	GoVersion      string `json:"go_version,omitempty"`
+	GOMAXPROCS     int    `json:"gomaxprocs,omitempty"`
+	OpenFilesSoft  int64  `json:"open_files_soft,omitempty"`
+	OpenFilesHard  int64  `json:"open_files_hard,omitempty"`
+	EphemeralPorts string `json:"ephemeral_ports,omitempty"`
+	// Transports are the transports used ("tcp", "ws").
+	Transports []string `json:"transports,omitempty"`
+	// Server describes what is known of the server: its processors,
+	// GOMAXPROCS and where its resource figures came from.
+	Server []string `json:"server,omitempty"`
+	// ServerCommands are the distinct commands that started the server.
+	ServerCommands []string `json:"server_commands,omitempty"`
+	// Tools are the distinct volanogo builds that wrote the documents.
+	Tools []string `json:"tools"`
+	// CommandLines are the distinct client command lines.
+	CommandLines []string `json:"command_lines"`
+	// Runs is the number of documents of the platform.
+	Runs int `json:"runs"`
+	// Machines is how many distinct client machines (hostnames) ran it.
+	Machines int `json:"machines"`
+}

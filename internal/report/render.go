@@ -1,0 +1,210 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Formats Render accepts.
+var Formats = []string{"text", "markdown", "html", "json", "csv"}
+
+// Render writes the report in format: "text", "markdown" (or "md"),
+// "html", "json" or "csv".
+func (r *Report) Render(w io.Writer, format string) error {
+	bw := bufio.NewWriter(w)
+	var err error
+	switch format {
+	case "text", "":
+		err = r.renderText(bw)
+	case "markdown", "md":
+		err = r.renderMarkdown(bw)
+	case "json":
+		enc := json.NewEncoder(bw)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(r)
+	case "csv":
+		err = r.renderCSV(bw)
+	case "html":
+		err = r.renderHTML(bw)
+	default:
+		return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	}
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// Shared wording.
+
+func (r *Report) ruleText() string {
+	o := r.Options
+	var first string
+	switch o.Discard {
+	case 0:
+		first = "No run is discarded"
+	case 1:
+		first = "The first run of every step is discarded"
+	default:
+		first = fmt.Sprintf("The first %d runs of every step are discarded", o.Discard)
+	}
+	if o.Best == 1 && o.Of == 1 {
+		return first + "; the score is the next run's."
+	}
+	return fmt.Sprintf("%s; the score is the average of the best %d of the next %d.", first, o.Best, o.Of)
+}
+
+const (
+	fastIntro  = "Scores are messages per second (sent + received, over the timed phase). Bigger is faster."
+	scaleIntro = "Scores by concurrent connections (rooms × users). Limit: the most connections any run held."
+	clientNote = "* client-bound: the client used 90% of its processors, or as much CPU per message as an unsaturated server; the score measures the client as much as the server."
+	latIntro   = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs."
+	capIntro   = "Paced (open-loop) steps: each user sends at a fixed pause. A step breaks when connections are refused or dropped, messages are lost, or p99 exceeds the SLO."
+	procIntro  = "Score at each server processor count; in parentheses the gain per added processor over the next lower count."
+)
+
+func compareIntro(t *CompareTable) string {
+	return fmt.Sprintf("A = %s, B = %s. Medians of the runs after the discard; delta %% is B against A, \"~\" when the Mann–Whitney U test finds no significant difference (alpha %.2f).",
+		t.A, t.B, t.Alpha)
+}
+
+// fmtNanos prints a duration in ns with three significant digits.
+func fmtNanos(ns int64) string {
+	if ns <= 0 {
+		return "–"
+	}
+	v, unit := float64(ns), "ns"
+	switch {
+	case ns >= 1e9:
+		v, unit = v/1e9, "s"
+	case ns >= 1e6:
+		v, unit = v/1e6, "ms"
+	case ns >= 1e3:
+		v, unit = v/1e3, "µs"
+	}
+	return sig3(v) + " " + unit
+}
+
+// sig3 prints v with three significant digits (no exponent).
+func sig3(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+
+func fmtCPU(p float64) string {
+	if p < 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(p, 'f', 0, 64) + "%"
+}
+
+func fmtBytes(n int64) string {
+	if n <= 0 {
+		return "unknown"
+	}
+	const gib = 1 << 30
+	if n >= gib {
+		return strconv.FormatFloat(float64(n)/gib, 'f', 1, 64) + " GiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 0, 64) + " MiB"
+}
+
+func fmtPause(s float64) string {
+	return strconv.FormatFloat(s, 'f', -1, 64) + " s"
+}
+
+func fmtP(p float64) string {
+	if p < 0 {
+		return ""
+	}
+	return "p=" + strconv.FormatFloat(p, 'f', 3, 64)
+}
+
+func fmtRatio(x float64) string {
+	if x == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64)
+}
+
+func fmtCompare(v float64, unit string) string {
+	if unit == "msg/s" {
+		return fmtRate(v)
+	}
+	return sig3(v)
+}
+
+// capacityHeadline is one platform's outcome of the paced test.
+func capacityHeadline(cr CapacityRow) string {
+	s := cr.Platform + ": held " + strconv.FormatInt(cr.Held, 10) + " users"
+	if cr.BrokeAt > 0 {
+		s += "; broke at " + strconv.FormatInt(cr.BrokeAt, 10) + " users"
+		if cr.Reason != "" {
+			s += ": " + cr.Reason
+		}
+	} else {
+		s += " (no step broke)"
+	}
+	return s
+}
+
+func stepCell(kind string, step int64) string { return stepName(kind, step) }
+
+// envLines are an environment as label/value pairs.
+func envLines(e Environment) [][2]string {
+	client := e.OS
+	if e.Kernel != "" {
+		client += ", kernel " + e.Kernel
+	}
+	if e.Hostname != "" {
+		client = e.Hostname + ": " + client
+	}
+	if e.Machines > 1 {
+		client += " (" + strconv.Itoa(e.Machines) + " machines; the first shown)"
+	}
+	cpu := e.CPU
+	if cpu == "" {
+		cpu = "unknown CPU"
+	}
+	cpu += " × " + strconv.Itoa(e.CPUs) + ", " + fmtBytes(e.MemoryBytes)
+	var limits []string
+	if e.GoVersion != "" {
+		limits = append(limits, e.GoVersion)
+	}
+	if e.GOMAXPROCS > 0 {
+		limits = append(limits, "GOMAXPROCS "+strconv.Itoa(e.GOMAXPROCS))
+	}
+	if e.OpenFilesSoft > 0 {
+		limits = append(limits, "open files "+strconv.FormatInt(e.OpenFilesSoft, 10)+"/"+strconv.FormatInt(e.OpenFilesHard, 10))
+	}
+	if e.EphemeralPorts != "" {
+		limits = append(limits, "ports "+e.EphemeralPorts)
+	}
+	out := [][2]string{{"Client", client}, {"Processor", cpu}}
+	if len(limits) > 0 {
+		out = append(out, [2]string{"Runtime", strings.Join(limits, "; ")})
+	}
+	if len(e.Transports) > 0 {
+		out = append(out, [2]string{"Transport", strings.Join(e.Transports, ", ")})
+	}
+	for _, s := range e.Server {
+		out = append(out, [2]string{"Server", s})
+	}
+	out = append(out, [2]string{"Runs", strconv.Itoa(e.Runs) + " documents"})
+	for _, t := range e.Tools {
+		out = append(out, [2]string{"Tool", t})
+	}
+	return out
+}

@@ -1,0 +1,560 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+
+	"github.com/volanogo/volanogo/internal/results"
+)
+
+// processors builds the processor scalability table: for every row and
+// turn-taking step whose runs differ by the server's processor count.
+func (b *builder) processors() {
+	type rs struct {
+		row  string
+		step int64
+	}
+	counts := map[rs][]int{}
+	for k, c := range b.cells {
+		if k.kind != KindTurns || k.cpus <= 0 || c.Missing {
+			continue
+		}
+		key := rs{k.row, k.step}
+		counts[key] = append(counts[key], k.cpus)
+	}
+	colSet := map[int]bool{}
+	var rows []ProcessorRow
+	for _, row := range b.rep.Platforms {
+		for _, step := range b.steps(KindTurns) {
+			cpus := counts[rs{row, step}]
+			if len(cpus) < 2 {
+				continue
+			}
+			slices.Sort(cpus)
+			pr := ProcessorRow{Platform: row, Connections: step}
+			for _, n := range cpus {
+				colSet[n] = true
+				pr.Cells = append(pr.Cells, &ProcessorCell{CPUs: n, Cell: b.cells[cellKey{row, KindTurns, step, n}]})
+			}
+			for i := 1; i < len(pr.Cells); i++ {
+				prev, cur := pr.Cells[i-1], pr.Cells[i]
+				if prev.Cell.Failed || cur.Cell.Failed || prev.Cell.Score <= 0 {
+					continue
+				}
+				g := gainPercent(prev.Cell.Score, cur.Cell.Score, cur.CPUs-prev.CPUs)
+				cur.GainPercent = &g
+			}
+			rows = append(rows, pr)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	t := &ProcessorTable{Columns: sortedKeys(colSet, cmp.Compare[int])}
+	for _, pr := range rows {
+		full := make([]*ProcessorCell, len(t.Columns))
+		for _, pc := range pr.Cells {
+			full[slices.Index(t.Columns, pc.CPUs)] = pc
+		}
+		pr.Cells = full
+		t.Rows = append(t.Rows, pr)
+	}
+	b.rep.Processors = t
+}
+
+// gainPercent is the gain per added processor from score a on m processors
+// to score c on m+added: (c/a)^(1/added) − 1, in percent.
+func gainPercent(a, c int64, added int) float64 {
+	r := float64(c) / float64(a)
+	if added > 1 {
+		r = math.Pow(r, 1/float64(added))
+	}
+	return (r - 1) * 100
+}
+
+// capacity builds the paced capacity table.
+func (b *builder) capacity() {
+	steps := b.steps(KindPaced)
+	if len(steps) == 0 {
+		return
+	}
+	t := &CapacityTable{}
+	for _, row := range b.rep.Platforms {
+		cr := CapacityRow{Platform: row}
+		for _, step := range steps {
+			c := b.mainCell(row, KindPaced, step)
+			if c == nil || c.Missing {
+				continue
+			}
+			counted, _ := b.counted(b.docs[cellKey{row, KindPaced, step, c.CPUs}])
+			cs := CapacityStep{Users: step, Runs: len(counted), causes: c.causes, ClientBound: c.ClientBound}
+			var pause, in, out, cpu []float64
+			for _, d := range counted {
+				pause = append(pause, d.Config.PauseSeconds)
+				if d.Paced != nil {
+					in = append(in, d.Paced.InPerSecond)
+					out = append(out, d.Paced.OutPerSecond)
+				}
+				if d.Server != nil {
+					cpu = append(cpu, d.Server.CPUPercent)
+				}
+				broken := !d.Passed || d.Interrupted || (d.Paced != nil && d.Paced.Broken)
+				if broken && !cs.Broken {
+					cs.Broken = true
+					if d.Paced != nil && d.Paced.Reason != "" {
+						cs.Reason = d.Paced.Reason
+					} else {
+						cs.Reason = describe(causeOf(d).kind)
+					}
+				}
+			}
+			cs.PauseSeconds, cs.InPerSecond, cs.OutPerSecond = median(pause), median(in), median(out)
+			cs.ServerCPUPercent = -1
+			if len(cpu) > 0 {
+				cs.ServerCPUPercent = median(cpu)
+			}
+			if q, ok := b.percentiles(counted, false, pacedHistograms); ok {
+				cs.P99 = q.p99
+			}
+			if cs.Broken && cr.BrokeAt == 0 {
+				cr.BrokeAt, cr.Reason = step, cs.Reason
+			}
+			if !cs.Broken && cr.BrokeAt == 0 {
+				cr.Held = step
+			}
+			cr.Steps = append(cr.Steps, cs)
+		}
+		if len(cr.Steps) > 0 {
+			t.Rows = append(t.Rows, cr)
+		}
+	}
+	if len(t.Rows) > 0 {
+		b.rep.Capacity = t
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+var (
+	turnHistograms  = []string{results.LatencyDelivery}
+	pacedHistograms = []string{results.LatencyDeliveryScheduled, results.LatencyDelivery}
+)
+
+// latency builds the latency table from the main cells.
+func (b *builder) latency() {
+	t := &LatencyTable{}
+	for _, row := range b.rep.Platforms {
+		for _, kind := range []string{KindTurns, KindPaced} {
+			names := turnHistograms
+			if kind == KindPaced {
+				names = pacedHistograms
+			}
+			for _, step := range b.steps(kind) {
+				c := b.mainCell(row, kind, step)
+				if c == nil || c.Missing {
+					continue
+				}
+				counted, _ := b.counted(b.docs[cellKey{row, kind, step, c.CPUs}])
+				q, ok := b.percentiles(counted, kind == KindTurns, names)
+				if !ok {
+					continue
+				}
+				t.Rows = append(t.Rows, LatencyRow{Platform: row, Kind: kind, Step: step, Histogram: q.name,
+					Count: q.count, P50: q.p50, P99: q.p99, P999: q.p999, Max: q.max})
+			}
+		}
+	}
+	if len(t.Rows) > 0 {
+		b.rep.Latency = t
+	}
+}
+
+// compare builds the side-by-side comparison of two rows.
+func (b *builder) compare() error {
+	a, c := b.opt.Compare[0], b.opt.Compare[1]
+	for _, name := range []string{a, c} {
+		if _, ok := b.rows[name]; !ok {
+			return &CompareError{Name: name, Platforms: b.rep.Platforms}
+		}
+	}
+	th := benchmath.DefaultThresholds
+	t := &CompareTable{A: a, B: c, Alpha: th.CompareAlpha}
+	for _, kind := range []string{KindTurns, KindPaced} {
+		for _, step := range b.steps(kind) {
+			ca, cb := b.mainCell(a, kind, step), b.mainCell(c, kind, step)
+			if ca == nil || cb == nil {
+				continue
+			}
+			_, da := b.counted(b.docs[cellKey{a, kind, step, ca.CPUs}])
+			_, db := b.counted(b.docs[cellKey{c, kind, step, cb.CPUs}])
+			for _, m := range metrics {
+				if m.kind != "" && m.kind != kind {
+					continue
+				}
+				va, vb := values(da, m.get), values(db, m.get)
+				if len(va) == 0 || len(vb) == 0 {
+					continue
+				}
+				sa, sb := benchmath.NewSample(va, &th), benchmath.NewSample(vb, &th)
+				ma := benchmath.AssumeNothing.Summary(sa, 0.95).Center
+				mb := benchmath.AssumeNothing.Summary(sb, 0.95).Center
+				cmpr := benchmath.AssumeNothing.Compare(sa, sb)
+				for _, w := range cmpr.Warnings {
+					t.Warnings = appendNew(t.Warnings, w.Error())
+				}
+				r := CompareRow{Kind: kind, Step: step, Metric: m.name, Unit: m.unit, A: ma, B: mb,
+					NA: len(va), NB: len(vb), P: cmpr.P, Delta: cmpr.FormatDelta(ma, mb)}
+				if ma != 0 {
+					r.Ratio = mb / ma
+				}
+				if r.Delta != "~" && ma != mb {
+					if (mb > ma) == m.higherBetter {
+						r.Better = "B"
+					} else {
+						r.Better = "A"
+					}
+				}
+				t.Rows = append(t.Rows, r)
+			}
+		}
+	}
+	b.rep.Compare = t
+	return nil
+}
+
+// metric is one figure compared run by run.
+type metric struct {
+	name, unit   string
+	kind         string // "" for every kind
+	higherBetter bool
+	get          func(d *results.Document) (float64, bool)
+}
+
+var metrics = []metric{
+	{"score", "msg/s", KindTurns, true, func(d *results.Document) (float64, bool) {
+		return float64(d.Score), d.Passed && d.Score > 0
+	}},
+	{"out", "msg/s", KindPaced, true, func(d *results.Document) (float64, bool) {
+		if d.Paced == nil {
+			return 0, false
+		}
+		return d.Paced.OutPerSecond, true
+	}},
+	{"delivery p50", "ms", "", false, func(d *results.Document) (float64, bool) {
+		h := d.Latency[results.LatencyDelivery]
+		if h == nil || h.Count == 0 || !d.Passed {
+			return 0, false
+		}
+		return float64(h.P50) / 1e6, true
+	}},
+	{"delivery p99", "ms", "", false, func(d *results.Document) (float64, bool) {
+		h := d.Latency[results.LatencyDelivery]
+		if h == nil || h.Count == 0 || !d.Passed {
+			return 0, false
+		}
+		return float64(h.P99) / 1e6, true
+	}},
+	{"server CPU/msg", "µs", "", false, func(d *results.Document) (float64, bool) {
+		if d.Server == nil || d.Server.CPUPerMessageMicros <= 0 || !d.Passed {
+			return 0, false
+		}
+		return d.Server.CPUPerMessageMicros, true
+	}},
+	{"client CPU/msg", "µs", "", false, func(d *results.Document) (float64, bool) {
+		if d.Client.CPUPerMessageMicros <= 0 || !d.Passed {
+			return 0, false
+		}
+		return d.Client.CPUPerMessageMicros, true
+	}},
+}
+
+func values(docs []*results.Document, get func(*results.Document) (float64, bool)) []float64 {
+	var vs []float64
+	for _, d := range docs {
+		if v, ok := get(d); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// environments lists what each row ran on.
+func (b *builder) environments() {
+	for _, row := range b.rep.Platforms {
+		docs := b.rows[row]
+		d := docs[0]
+		e := d.Environment
+		env := Environment{
+			Platform: row, Hostname: e.Hostname, OS: osName(e), Kernel: e.Kernel,
+			CPU: e.CPUModel, CPUs: e.CPUs, MemoryBytes: e.MemoryBytes, GoVersion: e.GoVersion,
+			GOMAXPROCS: e.GOMAXPROCS, OpenFilesSoft: e.OpenFilesSoft, OpenFilesHard: e.OpenFilesHard,
+			EphemeralPorts: e.EphemeralPorts, Runs: len(docs),
+		}
+		hosts := map[string]bool{}
+		for _, d := range docs {
+			hosts[d.Environment.Hostname] = true
+			env.Transports = appendNew(env.Transports, d.Config.Transport)
+			if len(d.Config.ServerCommand) > 0 {
+				env.ServerCommands = appendNew(env.ServerCommands, shellJoin(d.Config.ServerCommand))
+			}
+			if s := d.Server; s != nil {
+				env.Server = appendNew(env.Server, serverLine(s, d.Config.ServerCPUs))
+			}
+			env.Tools = appendNew(env.Tools, toolLine(d.Tool))
+		}
+		env.CommandLines = collapseCommands(docs)
+		env.Machines = len(hosts)
+		slices.Sort(env.Transports)
+		slices.Sort(env.Server)
+		slices.Sort(env.Tools)
+		b.rep.Environments = append(b.rep.Environments, env)
+	}
+}
+
+func osName(e results.Environment) string {
+	if e.Distribution != "" {
+		return e.Distribution
+	}
+	return e.OS + "/" + e.Arch
+}
+
+func serverLine(s *results.ServerUsage, restricted int) string {
+	var parts []string
+	if restricted > 0 {
+		parts = append(parts, "restricted to "+plural(restricted, "CPU"))
+	} else if s.CPUs > 0 {
+		parts = append(parts, plural(s.CPUs, "CPU"))
+	}
+	if s.GOMAXPROCS > 0 {
+		parts = append(parts, "GOMAXPROCS "+strconv.Itoa(s.GOMAXPROCS))
+	}
+	if s.Source != "" {
+		parts = append(parts, "figures from "+s.Source)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func toolLine(t results.Tool) string {
+	s := cmp.Or(t.Name, "volanogo") + " " + cmp.Or(t.Version, "(unknown version)")
+	var extra []string
+	if t.Commit != "" {
+		extra = append(extra, "commit "+t.Commit)
+	}
+	if t.GoVersion != "" {
+		extra = append(extra, t.GoVersion)
+	}
+	if len(extra) > 0 {
+		s += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return s
+}
+
+func appendNew(xs []string, s string) []string {
+	if s == "" || slices.Contains(xs, s) {
+		return xs
+	}
+	return append(xs, s)
+}
+
+// shellJoin prints argv so that a shell reads it back.
+func shellJoin(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && !strings.ContainsFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+		}) {
+			parts[i] = a
+			continue
+		}
+		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(parts, " ")
+}
+
+// stepName is "1500 connections" or "4000 users".
+func stepName(kind string, step int64) string {
+	if kind == KindPaced {
+		return strconv.FormatInt(step, 10) + " users"
+	}
+	return strconv.FormatInt(step, 10) + " connections"
+}
+
+// footnotes letters the causes in the order the tables cite them and
+// fills in every Notes field.
+func (b *builder) footnotes() {
+	where := map[cause][]string{}
+	cite := func(causes []cause, at string) []string {
+		var ls []string
+		for _, c := range causes {
+			l, ok := b.letters[c]
+			if !ok {
+				l = letter(len(b.causes))
+				b.letters[c] = l
+				b.causes = append(b.causes, c)
+			}
+			ls = appendNew(ls, l)
+			where[c] = appendNew(where[c], at)
+		}
+		slices.Sort(ls)
+		return ls
+	}
+	cell := func(row string, c *Cell) {
+		if c == nil {
+			return
+		}
+		at := row + " at " + stepName(c.Kind, c.Step)
+		if c.CPUs > 0 && c.CPUs != b.main[stepKey{row, c.Kind, c.Step}] {
+			at += " on " + plural(c.CPUs, "CPU")
+		}
+		c.Notes = cite(c.causes, at)
+		for i := range c.Runs {
+			c.Runs[i].Notes = cite(c.Runs[i].causes, at)
+		}
+	}
+	if t := b.rep.Fast; t != nil {
+		for _, r := range t.Rows {
+			cell(r.Platform, r.Cell)
+		}
+	}
+	if t := b.rep.Scale; t != nil {
+		for i := range t.Rows {
+			r := &t.Rows[i]
+			for _, c := range r.Cells {
+				cell(r.Platform, c)
+			}
+			r.Limit.Notes = cite(r.Limit.causes, r.Platform+" at its limit")
+		}
+	}
+	if t := b.rep.Processors; t != nil {
+		for _, r := range t.Rows {
+			for _, pc := range r.Cells {
+				if pc != nil {
+					cell(r.Platform, pc.Cell)
+				}
+			}
+		}
+	}
+	if t := b.rep.Capacity; t != nil {
+		for _, r := range t.Rows {
+			for i := range r.Steps {
+				s := &r.Steps[i]
+				s.Notes = cite(s.causes, r.Platform+" at "+stepName(KindPaced, s.Users))
+			}
+		}
+	}
+	for i, c := range b.causes {
+		var text string
+		switch c.kind {
+		case kindBroken:
+			text = "Broke: " + c.example + "."
+		case kindInterrupted:
+			text = "Interrupted before the end of the run."
+		default:
+			text = fmt.Sprintf("Failed with %q", describe(c.kind))
+			if c.example != "" {
+				text += " (" + c.example + ")"
+			}
+			text += "."
+		}
+		b.rep.Footnotes = append(b.rep.Footnotes, Footnote{Letter: letter(i), Kind: c.kind,
+			Example: c.example, Text: text, Where: where[c]})
+	}
+	for _, c := range b.cells {
+		if c.ClientBound {
+			b.rep.ClientBound = true
+		}
+	}
+}
+
+// letter is a, b, … z, aa, ab, …
+func letter(i int) string {
+	s := ""
+	for {
+		s = string(rune('a'+i%26)) + s
+		i = i/26 - 1
+		if i < 0 {
+			return s
+		}
+	}
+}
+
+// collapseCommands lists the distinct client command lines of docs, in
+// order of first appearance; lines that differ in one argument only (a
+// sweep: -rooms 15, -rooms 30, …) become one line with that argument as N
+// and its values after it.
+func collapseCommands(docs []*results.Document) []string {
+	var argvs [][]string
+	seen := map[string]bool{}
+	for _, d := range docs {
+		if len(d.CommandLine) == 0 {
+			continue
+		}
+		k := strings.Join(d.CommandLine, "\x00")
+		if !seen[k] {
+			seen[k] = true
+			argvs = append(argvs, d.CommandLine)
+		}
+	}
+	used := make([]bool, len(argvs))
+	var out []string
+	for i, a := range argvs {
+		if used[i] {
+			continue
+		}
+		bestPos, bestGroup := -1, []int{i}
+		for pos := range a {
+			group := []int{i}
+			for j := i + 1; j < len(argvs); j++ {
+				if !used[j] && differsOnlyAt(a, argvs[j], pos) {
+					group = append(group, j)
+				}
+			}
+			if len(group) > len(bestGroup) {
+				bestPos, bestGroup = pos, group
+			}
+		}
+		if bestPos < 0 {
+			used[i] = true
+			out = append(out, shellJoin(a))
+			continue
+		}
+		var vals []string
+		for _, j := range bestGroup {
+			used[j] = true
+			vals = append(vals, argvs[j][bestPos])
+		}
+		argv := slices.Clone(a)
+		argv[bestPos] = "N"
+		out = append(out, shellJoin(argv)+"   (N = "+strings.Join(vals, ", ")+")")
+	}
+	return out
+}
+
+func differsOnlyAt(a, b []string, pos int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if (a[i] == b[i]) != (i != pos) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,314 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// textWidth is the width text output fits in.
+const textWidth = 100
+
+// table is a grid of cells with a header row; the first Keep columns are
+// repeated when the table is split to fit textWidth.
+type table struct {
+	head  []string
+	rows  [][]string
+	left  map[int]bool // left-aligned columns (others align right)
+	keep  int
+	title string
+}
+
+func width(s string) int { return utf8.RuneCountInString(s) }
+
+func pad(s string, n int, left bool) string {
+	if d := n - width(s); d > 0 {
+		if left {
+			return s + strings.Repeat(" ", d)
+		}
+		return strings.Repeat(" ", d) + s
+	}
+	return s
+}
+
+// write prints t, split into several blocks of columns when it is wider
+// than textWidth.
+func (t *table) write(w io.Writer) {
+	n := len(t.head)
+	ws := make([]int, n)
+	for i, h := range t.head {
+		ws[i] = width(h)
+	}
+	for _, r := range t.rows {
+		for i := 0; i < n && i < len(r); i++ {
+			ws[i] = max(ws[i], width(r[i]))
+		}
+	}
+	keepW := 0
+	for i := 0; i < t.keep; i++ {
+		keepW += ws[i] + 2
+	}
+	var blocks [][]int
+	var cur []int
+	curW := keepW
+	for i := t.keep; i < n; i++ {
+		if len(cur) > 0 && curW+ws[i]+2 > textWidth {
+			blocks = append(blocks, cur)
+			cur, curW = nil, keepW
+		}
+		cur = append(cur, i)
+		curW += ws[i] + 2
+	}
+	if len(cur) > 0 || len(blocks) == 0 {
+		blocks = append(blocks, cur)
+	}
+	for bi, blk := range blocks {
+		if bi > 0 {
+			fmt.Fprintln(w)
+		}
+		cols := make([]int, 0, t.keep+len(blk))
+		for i := 0; i < t.keep; i++ {
+			cols = append(cols, i)
+		}
+		cols = append(cols, blk...)
+		line := func(cells []string) {
+			var b strings.Builder
+			for j, c := range cols {
+				s := ""
+				if c < len(cells) {
+					s = cells[c]
+				}
+				if j > 0 {
+					b.WriteString("  ")
+				}
+				b.WriteString(pad(s, ws[c], t.left[c]))
+			}
+			fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		}
+		line(t.head)
+		rule := make([]string, n)
+		for i := range rule {
+			rule[i] = strings.Repeat("-", ws[i])
+		}
+		line(rule)
+		for _, r := range t.rows {
+			line(r)
+		}
+	}
+}
+
+// wrap breaks s into lines of at most width runes after indent, at
+// spaces; a word longer than a line stays whole.
+func wrap(s string, indent, first int) []string {
+	var lines []string
+	limit := textWidth - first
+	var cur strings.Builder
+	for _, word := range strings.Fields(s) {
+		if cur.Len() > 0 && width(cur.String())+1+width(word) > limit {
+			lines = append(lines, cur.String())
+			cur.Reset()
+			limit = textWidth - indent
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(' ')
+		}
+		cur.WriteString(word)
+	}
+	if cur.Len() > 0 || len(lines) == 0 {
+		lines = append(lines, cur.String())
+	}
+	return lines
+}
+
+// para prints s wrapped at textWidth with a hanging indent.
+func para(w io.Writer, prefix, s string) {
+	ind := strings.Repeat(" ", width(prefix))
+	for i, l := range wrap(s, width(prefix), width(prefix)) {
+		if i == 0 {
+			fmt.Fprintln(w, prefix+l)
+		} else {
+			fmt.Fprintln(w, ind+l)
+		}
+	}
+}
+
+func heading(w io.Writer, s string) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, s)
+	fmt.Fprintln(w, strings.Repeat("=", width(s)))
+}
+
+// bar is a text bar of v out of top in n cells.
+func bar(v, top int64, n int) string {
+	if top <= 0 || v <= 0 {
+		return ""
+	}
+	k := int((v*int64(n) + top/2) / top)
+	return strings.Repeat("#", max(k, 1))
+}
+
+func (r *Report) renderText(w io.Writer) error {
+	fmt.Fprintln(w, "VOLANOGO REPORT")
+	para(w, "", fmt.Sprintf("%s %s from %s.", r.ruleText(), plural(len(r.Platforms), "platform"),
+		plural(r.Documents, "result document")))
+
+	if t := r.Fast; t != nil {
+		heading(w, "Is it fast? ("+stepName(KindTurns, t.Connections)+")")
+		para(w, "", fastIntro)
+		fmt.Fprintln(w)
+		var top int64
+		for _, row := range t.Rows {
+			top = max(top, row.Cell.Score)
+		}
+		tb := &table{head: []string{"Platform", "Results", "Score", "Median", "Spread", ""},
+			left: map[int]bool{0: true, 1: true, 5: true}, keep: 1}
+		for _, row := range t.Rows {
+			c := row.Cell
+			med := ""
+			if !c.Failed {
+				med = strconv.FormatFloat(c.Median, 'f', -1, 64)
+			}
+			tb.rows = append(tb.rows, []string{row.Platform, c.ResultsText(), c.Text(), med, c.SpreadText(), bar(c.Score, top, 24)})
+		}
+		tb.write(w)
+	}
+
+	if t := r.Scale; t != nil {
+		heading(w, "Does it scale?")
+		para(w, "", scaleIntro)
+		fmt.Fprintln(w)
+		tb := &table{head: []string{"Platform"}, left: map[int]bool{0: true}, keep: 1}
+		for _, c := range t.Columns {
+			tb.head = append(tb.head, strconv.FormatInt(c, 10))
+		}
+		tb.head = append(tb.head, "Limit")
+		for _, row := range t.Rows {
+			cells := []string{row.Platform}
+			for _, c := range row.Cells {
+				cells = append(cells, c.Text())
+			}
+			cells = append(cells, row.Limit.Text())
+			tb.rows = append(tb.rows, cells)
+		}
+		tb.write(w)
+	}
+
+	if t := r.Processors; t != nil {
+		heading(w, "Processor scalability")
+		para(w, "", procIntro)
+		fmt.Fprintln(w)
+		tb := &table{head: []string{"Platform", "Connections"}, left: map[int]bool{0: true}, keep: 2}
+		for _, n := range t.Columns {
+			tb.head = append(tb.head, plural(n, "CPU"))
+		}
+		for _, row := range t.Rows {
+			cells := []string{row.Platform, strconv.FormatInt(row.Connections, 10)}
+			for _, pc := range row.Cells {
+				cells = append(cells, pc.Text())
+			}
+			tb.rows = append(tb.rows, cells)
+		}
+		tb.write(w)
+	}
+
+	if t := r.Capacity; t != nil {
+		heading(w, "Capacity (paced)")
+		para(w, "", capIntro)
+		for _, cr := range t.Rows {
+			fmt.Fprintln(w)
+			para(w, "", capacityHeadline(cr))
+			fmt.Fprintln(w)
+			tb := &table{head: []string{"Users", "Pause", "In msg/s", "Out msg/s", "Server CPU", "p99", "Outcome"},
+				left: map[int]bool{6: true}, keep: 1}
+			for _, s := range cr.Steps {
+				tb.rows = append(tb.rows, []string{strconv.FormatInt(s.Users, 10), fmtPause(s.PauseSeconds),
+					fmtRate(s.InPerSecond), fmtRate(s.OutPerSecond), fmtCPU(s.ServerCPUPercent), fmtNanos(s.P99),
+					outcome(s)})
+			}
+			tb.write(w)
+		}
+	}
+
+	if t := r.Latency; t != nil {
+		heading(w, "Latency")
+		para(w, "", latIntro)
+		fmt.Fprintln(w)
+		tb := &table{head: []string{"Platform", "Step", "Messages", "p50", "p99", "p99.9", "max"},
+			left: map[int]bool{0: true, 1: true}, keep: 2}
+		for _, row := range t.Rows {
+			tb.rows = append(tb.rows, []string{row.Platform, stepCell(row.Kind, row.Step), strconv.FormatInt(row.Count, 10),
+				fmtNanos(row.P50), fmtNanos(row.P99), fmtNanos(row.P999), fmtNanos(row.Max)})
+		}
+		tb.write(w)
+	}
+
+	if t := r.Compare; t != nil {
+		heading(w, "Compare: "+t.A+" vs "+t.B)
+		para(w, "", compareIntro(t))
+		fmt.Fprintln(w)
+		tb := &table{head: []string{"Step", "Metric", "A", "B", "B/A", "Delta", "", "n"},
+			left: map[int]bool{0: true, 1: true, 6: true}, keep: 2}
+		for _, row := range t.Rows {
+			tb.rows = append(tb.rows, []string{stepCell(row.Kind, row.Step), row.Metric + " (" + row.Unit + ")",
+				fmtCompare(row.A, row.Unit), fmtCompare(row.B, row.Unit), fmtRatio(row.Ratio), row.Delta,
+				fmtP(row.P), strconv.Itoa(row.NA) + "+" + strconv.Itoa(row.NB)})
+		}
+		tb.write(w)
+		for _, s := range t.Warnings {
+			para(w, "Note: ", s+".")
+		}
+	}
+
+	if len(r.Footnotes) > 0 || r.ClientBound {
+		heading(w, "Notes")
+		for _, f := range r.Footnotes {
+			para(w, f.Letter+". ", f.Text+" At: "+strings.Join(f.Where, "; ")+".")
+		}
+		if r.ClientBound {
+			para(w, "", clientNote)
+		}
+	}
+
+	if len(r.Environments) > 0 {
+		heading(w, "Environments")
+		for _, e := range r.Environments {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, e.Platform)
+			for _, kv := range envLines(e) {
+				para(w, "  "+pad(kv[0]+":", 11, true), kv[1])
+			}
+			for _, c := range e.ServerCommands {
+				para(w, "  "+pad("Started:", 11, true), c)
+			}
+			for _, c := range e.CommandLines {
+				para(w, "  "+pad("Command:", 11, true), c)
+			}
+		}
+	}
+	if len(r.Warnings) > 0 {
+		heading(w, "Warnings")
+		for _, s := range r.Warnings {
+			para(w, "- ", s)
+		}
+	}
+	return nil
+}
+
+func outcome(s CapacityStep) string {
+	o := "held"
+	if s.Broken {
+		o = "broke"
+		if len(s.Notes) > 0 {
+			o += " (" + strings.Join(s.Notes, ", ") + ")"
+		}
+		if s.Reason != "" {
+			o += ": " + s.Reason
+		}
+	}
+	if s.ClientBound {
+		o += " *"
+	}
+	return o
+}
