@@ -1,6 +1,9 @@
 package protocol
 
-import "runtime"
+import (
+	"reflect"
+	"runtime"
+)
 
 type runtimeMem struct{ totalAlloc uint64 }
 
@@ -9,3 +12,5 @@ func (m *runtimeMem) read() {
 	runtime.ReadMemStats(&ms)
 	m.totalAlloc = ms.TotalAlloc
 }
+
+func deepEqual(a, b any) bool { return reflect.DeepEqual(a, b) }

@@ -1,8 +1,14 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
+)
+
+const (
+	loBits = 0x0101010101010101
+	hiBits = 0x8080808080808080
 )
 
 // maxStr is the largest encoded string the u16 length prefix can express.
@@ -22,6 +28,11 @@ func scanMUTF8(b []byte) (ok, same bool) {
 	same = true
 	i := 0
 	for i < len(b) {
+		// Eight ASCII bytes at a time.
+		if i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:])&hiBits == 0 {
+			i += 8
+			continue
+		}
 		c := b[i]
 		if c < 0x80 {
 			i++
@@ -112,7 +123,16 @@ func DecodeString(mutf8 []byte) (string, error) {
 // isASCII reports whether s holds only bytes 0x01..0x7F, which modified
 // UTF-8 writes as they are.
 func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// No byte >= 0x80 and no zero byte.
+		if w&hiBits != 0 || (w-loBits)&^w&hiBits != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c == 0 || c >= 0x80 {
 			return false
 		}
