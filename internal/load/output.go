@@ -1,0 +1,365 @@
+package load
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/volanogo/volanogo/internal/buildinfo"
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/sysinfo"
+)
+
+// platformProps are what the Access request carries in the slots where
+// Mark sends the JVM's properties.
+type platformProps struct {
+	vendor, vendorURL, version, classVersion, osName, osVersion, osArch string
+}
+
+var (
+	platform     platformProps
+	platformOnce sync.Once
+	environment  results.Environment
+)
+
+func initPlatform() {
+	platformOnce.Do(func() {
+		environment = sysinfo.Collect()
+		v := buildinfo.Get().Version
+		if v == "" {
+			v = "devel"
+		}
+		platform = platformProps{
+			vendor:       "volanogo",
+			vendorURL:    "https://github.com/volanogo/volanogo",
+			version:      runtime.Version(),
+			classVersion: v,
+			osName:       runtime.GOOS,
+			osVersion:    environment.Kernel,
+			osArch:       runtime.GOARCH,
+		}
+	})
+}
+
+// environmentHeader is what Mark writes to its -file before the results
+// (there, the JVM's properties).
+func environmentHeader(w io.Writer, cfg *Config) {
+	e := environment
+	bi := buildinfo.Get()
+	fmt.Fprintf(w, "volanogo load %s (%s, %s/%s)\n", orDash(bi.Version), e.GoVersion, e.OS, e.Arch)
+	fmt.Fprintf(w, "java.vendor = %s\n", platform.vendor)
+	fmt.Fprintf(w, "java.vendor.url = %s\n", platform.vendorURL)
+	fmt.Fprintf(w, "java.version = %s\n", platform.version)
+	fmt.Fprintf(w, "java.class.version = %s\n", platform.classVersion)
+	fmt.Fprintf(w, "os.name = %s\n", platform.osName)
+	fmt.Fprintf(w, "os.version = %s\n", platform.osVersion)
+	fmt.Fprintf(w, "os.arch = %s\n", platform.osArch)
+	fmt.Fprintf(w, "host.name = %s\n", e.Hostname)
+	if e.Distribution != "" {
+		fmt.Fprintf(w, "os.distribution = %s\n", e.Distribution)
+	}
+	fmt.Fprintf(w, "cpu.model = %s\n", e.CPUModel)
+	fmt.Fprintf(w, "cpu.count = %d\n", e.CPUs)
+	fmt.Fprintf(w, "memory.bytes = %d\n", e.MemoryBytes)
+	fmt.Fprintf(w, "go.maxprocs = %d\n", e.GOMAXPROCS)
+	fmt.Fprintf(w, "open.files = %d (hard %d)\n", e.OpenFilesSoft, e.OpenFilesHard)
+	if e.EphemeralPorts != "" {
+		fmt.Fprintf(w, "ephemeral.ports = %s\n", e.EphemeralPorts)
+	}
+	if len(cfg.CommandLine) > 0 {
+		fmt.Fprintf(w, "command.line = %s\n", strings.Join(cfg.CommandLine, " "))
+	}
+	fmt.Fprintln(w)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "devel"
+	}
+	return s
+}
+
+// WriteMarkLines writes Mark's six result lines (protocol sheet §10.5),
+// byte for byte as Mark prints them; when the timed phase lasted under a
+// second the last two are Mark's "Elapsed time       < 1 second".
+func WriteMarkLines(w io.Writer, sent, received, elapsedMs int64) {
+	total := sent + received
+	fmt.Fprintf(w, "VolanoMark version = %s\n", Version)
+	fmt.Fprintf(w, "Messages sent      = %d\n", sent)
+	fmt.Fprintf(w, "Messages received  = %d\n", received)
+	fmt.Fprintf(w, "Total messages     = %d\n", total)
+	score, ok := results.MarkScore(total, elapsedMs)
+	if !ok {
+		fmt.Fprintf(w, "Elapsed time       < 1 second\n")
+		return
+	}
+	secs := results.FormatMarkSeconds(elapsedMs)
+	unit := " seconds"
+	if secs == "1.0" {
+		unit = " second"
+	}
+	fmt.Fprintf(w, "Elapsed time       = %s%s\n", secs, unit)
+	fmt.Fprintf(w, "Average throughput = %d messages per second\n", score)
+}
+
+// writeRun writes one run's result: Mark's lines, then volanogo's.
+func writeRun(w io.Writer, d *results.Document) {
+	ms := int64(d.ElapsedSeconds*1000 + 0.5)
+	WriteMarkLines(w, d.Counts.Sent, d.Counts.Received, ms)
+	if h := d.Latency[results.LatencyDelivery]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "Delivery latency   = %s\n", percentiles(h))
+	}
+	if h := d.Latency[results.LatencyDeliveryScheduled]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "From schedule      = %s\n", percentiles(h))
+	}
+	if h := d.Latency[results.LatencyTurn]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "Turn time          = %s\n", percentiles(h))
+	}
+	c := d.Connections
+	fmt.Fprintf(w, "Connections        = %d established of %d attempted, peak %d, set-up %.3f s\n",
+		c.Established, c.Attempted, c.Peak, d.SetupSeconds)
+	cl := d.Client
+	fmt.Fprintf(w, "Client CPU         = %.2f s user, %.2f s system, %s per message, peak RSS %s\n",
+		cl.CPUUserSeconds, cl.CPUSystemSeconds, micros(cl.CPUPerMessageMicros), mib(cl.PeakRSSBytes))
+	if s := d.Server; s != nil {
+		fmt.Fprintf(w, "Server CPU         = %.2f s (%.0f%% of one processor), %s per message, RSS %s -> %s\n",
+			s.CPUSeconds, s.CPUPercent, micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
+	}
+	if p := d.Paced; p != nil {
+		fmt.Fprintf(w, "Paced              = %d users, in %.1f/s, out %.1f/s\n", p.ConcurrentUsers, p.InPerSecond, p.OutPerSecond)
+		if p.Broken {
+			fmt.Fprintf(w, "Step broken        = %s\n", p.Reason)
+		}
+	}
+	for _, f := range d.Failures {
+		fmt.Fprintf(w, "Failure            = %s (%d): %s\n", f.Kind, f.Count, f.Example)
+	}
+	if d.Interrupted {
+		fmt.Fprintln(w, "Test interrupted.")
+	} else if !d.Passed {
+		fmt.Fprintln(w, "Test failed.")
+	}
+}
+
+func percentiles(h *results.Histogram) string {
+	return fmt.Sprintf("p50 %s, p90 %s, p99 %s, p99.9 %s, max %s",
+		fmtDur(h.P50), fmtDur(h.P90), fmtDur(h.P99), fmtDur(h.P999), fmtDur(h.Max))
+}
+
+// fmtDur prints nanoseconds with three significant figures.
+func fmtDur(ns int64) string {
+	d := float64(ns)
+	switch {
+	case d < 1e3:
+		return fmt.Sprintf("%d ns", ns)
+	case d < 1e6:
+		return sig3(d/1e3) + " µs"
+	case d < 1e9:
+		return sig3(d/1e6) + " ms"
+	}
+	return sig3(d/1e9) + " s"
+}
+
+func sig3(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func micros(us float64) string {
+	if us <= 0 {
+		return "- µs"
+	}
+	return fmt.Sprintf("%.2f µs", us)
+}
+
+func mib(b int64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// StepSummary applies the run rules to the runs of one step.
+type StepSummary struct {
+	Rooms int
+	Docs  []*results.Document
+	// Score is the average of the best two counted runs (rounded half up),
+	// Median the median of the counted runs; both 0 when too few passed.
+	Score  int64
+	Median float64
+	Passed bool
+}
+
+// summarize applies the Volano Report's rule: the discarded runs apart,
+// the best two of the rest (at most three are counted).
+func summarize(rooms int, docs []*results.Document) StepSummary {
+	s := StepSummary{Rooms: rooms, Docs: docs, Passed: true}
+	var scores []int64
+	counted := 0
+	for _, d := range docs {
+		if !d.Passed || d.Interrupted || (d.Paced != nil && d.Paced.Broken) {
+			s.Passed = false
+		}
+		if d.Discarded {
+			continue
+		}
+		counted++
+		if counted > 3 {
+			continue
+		}
+		if d.Passed {
+			scores = append(scores, d.Score)
+		}
+	}
+	if len(scores) == 0 || len(scores) < min(2, counted) {
+		return s
+	}
+	slices.Sort(scores)
+	n := len(scores)
+	if n%2 == 1 {
+		s.Median = float64(scores[n/2])
+	} else {
+		s.Median = float64(scores[n/2-1]+scores[n/2]) / 2
+	}
+	best := scores[max(0, n-2):]
+	var sum int64
+	for _, v := range best {
+		sum += v
+	}
+	s.Score = int64(float64(sum)/float64(len(best)) + 0.5)
+	return s
+}
+
+func writeSummary(w io.Writer, steps []StepSummary) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Summary")
+	for _, s := range steps {
+		fmt.Fprintf(w, "Rooms %d (%d connections):\n", s.Rooms, s.Rooms*usersOf(s))
+		for _, d := range s.Docs {
+			status := fmt.Sprintf("%d messages per second", d.Score)
+			switch {
+			case d.Interrupted:
+				status = "interrupted"
+			case !d.Passed:
+				status = "failed"
+				if len(d.Failures) > 0 {
+					status += " (" + d.Failures[0].Kind + ")"
+				}
+			case d.Paced != nil:
+				status = fmt.Sprintf("in %.1f/s, out %.1f/s", d.Paced.InPerSecond, d.Paced.OutPerSecond)
+				if d.Paced.Broken {
+					status += ", broken: " + d.Paced.Reason
+				}
+			case d.Score == 0:
+				status = "no score (under 1 second)"
+			}
+			if d.Discarded {
+				status += " (discarded)"
+			}
+			extra := ""
+			if d.Server != nil && d.Server.CPUPerMessageMicros > 0 {
+				extra = fmt.Sprintf("; server %s, client %s per message", micros(d.Server.CPUPerMessageMicros), micros(d.Client.CPUPerMessageMicros))
+			} else if d.Client.CPUPerMessageMicros > 0 {
+				extra = fmt.Sprintf("; client %s per message", micros(d.Client.CPUPerMessageMicros))
+			}
+			fmt.Fprintf(w, "  run %d: %s%s\n", d.Run, status, extra)
+		}
+		if s.Score > 0 {
+			fmt.Fprintf(w, "  score (best 2 of 3) = %d messages per second, median %.0f\n", s.Score, s.Median)
+		} else if len(s.Docs) > 0 && s.Docs[0].Paced == nil {
+			fmt.Fprintln(w, "  score = ---- (too few runs passed)")
+		}
+	}
+}
+
+func usersOf(s StepSummary) int {
+	if len(s.Docs) == 0 {
+		return 0
+	}
+	return s.Docs[0].Config.Users
+}
+
+// progressLine writes progress to a terminal: rooms connected during the
+// set-up, then messages and their rate.
+type progressLine struct {
+	w    io.Writer
+	mu   sync.Mutex
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newProgress(w io.Writer) *progressLine {
+	if w == nil {
+		return nil
+	}
+	return &progressLine{w: w}
+}
+
+func (p *progressLine) run(f func() string) {
+	p.end()
+	p.mu.Lock()
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	stop, done := p.stop, p.done
+	p.mu.Unlock()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				fmt.Fprint(p.w, "\r\033[K")
+				return
+			case <-t.C:
+				fmt.Fprintf(p.w, "\r\033[K%s", f())
+			}
+		}
+	}()
+}
+
+func (p *progressLine) end() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	stop, done := p.stop, p.done
+	p.stop, p.done = nil, nil
+	p.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+func (p *progressLine) setup(rs *runState, rooms int) {
+	p.run(func() string {
+		return fmt.Sprintf("set-up: %d of %d rooms connected, %d connections", rs.roomsReady.Load(), rooms, rs.open.Load())
+	})
+}
+
+func (p *progressLine) timed(rs *runState) {
+	var lastTotal int64
+	p.run(func() string {
+		t := rs.timeline.Timeline()
+		var sent, recv int64
+		if t != nil {
+			for i := range t.Sent {
+				sent += t.Sent[i]
+				recv += t.Received[i]
+			}
+		}
+		total := sent + recv
+		rate := total - lastTotal
+		lastTotal = total
+		return fmt.Sprintf("running: %d messages (%d sent, %d received), %d/s, %d connections", total, sent, recv, rate, rs.open.Load())
+	})
+}

@@ -1,0 +1,561 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/sysinfo"
+)
+
+var errAborted = errors.New("run aborted")
+
+// runState is one run: the rooms, their users and what they count.
+type runState struct {
+	cfg    *Config
+	rooms  []*room
+	paced  bool
+	dialer *dialer
+	limit  *limiter
+	shards []*histShard
+
+	base     int64 // nanotime of the timed start
+	timeline *results.TimelineRecorder
+
+	startCh   chan struct{}
+	stopCh    chan struct{} // closed when the duration is over
+	stopOnce  sync.Once
+	stopping  atomic.Bool
+	drainedCh chan struct{} // paced: in-flight messages have arrived
+	abortCh   chan struct{}
+	abortOnce sync.Once
+	aborted   atomic.Bool
+
+	failures    results.FailureSet
+	attempted   atomic.Int64
+	established atomic.Int64
+	open        atomic.Int64
+	peak        atomic.Int64
+	roomsReady  atomic.Int64
+
+	linksMu sync.Mutex
+	links   []*link
+	closed  bool
+}
+
+func newRunState(cfg *Config, rooms int, d *dialer) (*runState, error) {
+	rs := &runState{
+		cfg:       cfg,
+		paced:     cfg.Pause > 0,
+		dialer:    d,
+		limit:     newLimiter(cfg.ConnectRate),
+		startCh:   make(chan struct{}),
+		stopCh:    make(chan struct{}),
+		drainedCh: make(chan struct{}),
+		abortCh:   make(chan struct{}),
+	}
+	nShards := min(4*runtime.GOMAXPROCS(0), 64)
+	for i := 0; i < nShards; i++ {
+		rs.shards = append(rs.shards, &histShard{})
+	}
+	for i := 0; i < rooms; i++ {
+		r, err := newRoom(rs, i, cfg.Start+i, cfg.Users)
+		if err != nil {
+			return nil, err
+		}
+		rs.rooms = append(rs.rooms, r)
+	}
+	return rs, nil
+}
+
+// addLink registers a connection so that an abort can close it; false if
+// the run is already aborted.
+func (rs *runState) addLink(l *link) bool {
+	rs.linksMu.Lock()
+	defer rs.linksMu.Unlock()
+	if rs.closed {
+		return false
+	}
+	rs.links = append(rs.links, l)
+	rs.established.Add(1)
+	if o := rs.open.Add(1); o > rs.peak.Load() {
+		rs.peak.Store(o)
+	}
+	return true
+}
+
+// closeLinks closes every connection still open.
+func (rs *runState) closeLinks() {
+	rs.linksMu.Lock()
+	rs.closed = true
+	links := rs.links
+	rs.links = nil
+	rs.linksMu.Unlock()
+	for _, l := range links {
+		_ = l.close()
+	}
+}
+
+// abort stops the run: every connection is closed, every goroutine ends.
+func (rs *runState) abort() {
+	rs.abortOnce.Do(func() {
+		rs.aborted.Store(true)
+		close(rs.abortCh)
+		rs.closeLinks()
+	})
+}
+
+func (rs *runState) stop() {
+	rs.stopOnce.Do(func() {
+		rs.stopping.Store(true)
+		close(rs.stopCh)
+	})
+}
+
+// fail records a failure (once per error) at now.
+func (rs *runState) fail(err error) {
+	if err == nil || errors.Is(err, errAborted) {
+		return
+	}
+	var ue *userError
+	kind := results.Classify(err)
+	if errors.As(err, &ue) {
+		kind = ue.kind
+	}
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	rs.failures.Add(kind, err.Error(), time.Now())
+}
+
+// runOnce runs one run of rooms rooms against the server at d, with the
+// server's usage read by srv (nil: unknown), and returns its document.
+func runOnce(ctx context.Context, cfg *Config, rooms int, d *dialer, srv serverProbe, progress *progressLine) (*results.Document, error) {
+	started := time.Now()
+	rs, err := newRunState(cfg, rooms, d)
+	if err != nil {
+		return nil, err
+	}
+	doc := newDocument(cfg, rooms)
+	doc.Started = started
+
+	// Watch the context during set-up.
+	setupDone := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			rs.abort()
+		case <-setupDone:
+		}
+	}()
+	if progress != nil {
+		progress.setup(rs, rooms)
+	}
+	err = rs.setup(ctx)
+	close(setupDone)
+	setupEnd := time.Now()
+	doc.SetupSeconds = setupEnd.Sub(started).Seconds()
+	interrupted := ctx.Err() != nil
+	if err != nil || interrupted {
+		if !interrupted {
+			rs.fail(err)
+		}
+		rs.abort()
+		doc.Interrupted = interrupted
+		doc.TimedStart, doc.TimedEnd = setupEnd, setupEnd
+		rs.finish(doc, 0, nil, nil)
+		return doc, nil
+	}
+
+	// Mark forces a GC before the timed phase.
+	runtime.GC()
+	var srvStart serverSample
+	if srv != nil {
+		srvStart = srv.sample(ctx)
+	}
+	cu0, cs0 := cpuTimes()
+
+	var wg sync.WaitGroup
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(time.Now().UnixNano())))
+	for _, r := range rs.rooms {
+		for _, u := range r.users {
+			wg.Add(1)
+			var offset time.Duration
+			if rs.paced {
+				offset = time.Duration(rng.Int64N(int64(cfg.Pause)))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-rs.startCh
+					if err := u.pacedSend(offset); err != nil && !rs.aborted.Load() {
+						rs.fail(err)
+						rs.abort()
+					}
+				}()
+			}
+			go func() {
+				defer wg.Done()
+				select {
+				case <-rs.startCh:
+				case <-rs.abortCh:
+					return
+				}
+				var err error
+				if rs.paced {
+					err = u.pacedRead()
+				} else {
+					err = u.turns()
+				}
+				u.flushAll()
+				if u.done.Load() {
+					_ = u.l.close()
+					rs.open.Add(-1)
+					r.progress.Add(1)
+					r.done.Add(1)
+				}
+				if err != nil && !u.done.Load() && !rs.aborted.Load() {
+					rs.fail(err)
+					rs.abort()
+				}
+			}()
+		}
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+
+	begin := time.Now()
+	rs.base = nanotime()
+	rs.timeline = results.NewTimelineRecorder(begin)
+	if progress != nil {
+		progress.timed(rs)
+	}
+	close(rs.startCh)
+	interrupted = rs.watch(ctx, allDone)
+	end := time.Now()
+	<-allDone
+	cu1, cs1 := cpuTimes()
+	var srvEnd serverSample
+	if srv != nil {
+		srvEnd = srv.sample(context.WithoutCancel(ctx))
+	}
+	rs.closeLinks()
+	doc.Interrupted = interrupted
+	doc.TimedStart, doc.TimedEnd = begin, end
+	doc.Client = results.Usage{CPUUserSeconds: max(0, cu1-cu0), CPUSystemSeconds: max(0, cs1-cs0)}
+	rs.finish(doc, end.Sub(begin).Milliseconds(), &srvStart, &srvEnd)
+	return doc, nil
+}
+
+// watch waits for the timed phase to end, checking every room for stalls,
+// ending the duration and watching the context. It returns true when the
+// context ended the run.
+func (rs *runState) watch(ctx context.Context, allDone <-chan struct{}) (interrupted bool) {
+	stall := int64(rs.cfg.StallTimeout)
+	if rs.paced {
+		stall += int64(rs.cfg.Pause)
+	}
+	every := min(max(rs.cfg.StallTimeout/8, 10*time.Millisecond), 250*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var durC <-chan time.Time
+	if rs.cfg.Duration > 0 {
+		t := time.NewTimer(rs.cfg.Duration)
+		defer t.Stop()
+		durC = t.C
+	}
+	now := nanotime()
+	for _, r := range rs.rooms {
+		r.wdProgress, r.wdAt = -1, now
+	}
+	draining := false
+	var drainStart int64
+	for {
+		select {
+		case <-allDone:
+			return false
+		case <-ctx.Done():
+			rs.abort()
+			return true
+		case <-durC:
+			durC = nil
+			rs.stop()
+			if rs.paced {
+				draining, drainStart = true, nanotime()
+			}
+		case <-tick.C:
+			now := nanotime()
+			if rs.paced && !draining && rs.sendersFinished() {
+				draining, drainStart = true, now
+			}
+			if draining {
+				if rs.drained() || now-drainStart > int64(rs.cfg.StallTimeout) {
+					draining = false
+					close(rs.drainedCh)
+				}
+			}
+			for _, r := range rs.rooms {
+				if int(r.done.Load()) == len(r.users) {
+					continue
+				}
+				p := r.progress.Load()
+				if p != r.wdProgress {
+					r.wdProgress, r.wdAt = p, now
+					continue
+				}
+				if now-r.wdAt > stall {
+					rs.failures.Add(results.FailStall, r.stallReport(time.Duration(now-r.wdAt)), time.Now())
+					rs.abort()
+					return false
+				}
+			}
+		}
+	}
+}
+
+// stallReport names the room, the user it waits for and what that user
+// saw last.
+func (r *room) stallReport(d time.Duration) string {
+	var u *user
+	if !r.rs.paced {
+		// The user whose turn it is: the sender of the message after the
+		// last one sent.
+		u = r.users[r.seq.Load()%int64(len(r.users))]
+	}
+	if u == nil || u.done.Load() {
+		for _, x := range r.users {
+			if !x.done.Load() {
+				u = x
+				break
+			}
+		}
+	}
+	if u == nil {
+		u = r.users[0]
+	}
+	return fmt.Sprintf("%s made no progress for %s: waiting for %s, whose last packet was %s",
+		r.name, d.Round(time.Millisecond), u.name, u.lastPacket())
+}
+
+func (rs *runState) sendersFinished() bool {
+	if rs.cfg.Count == 0 {
+		return false
+	}
+	for _, r := range rs.rooms {
+		for _, u := range r.users {
+			if u.sentA.Load() < int64(rs.cfg.Count) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// drained reports whether every paced message sent has reached every
+// other member of its room.
+func (rs *runState) drained() bool {
+	for _, r := range rs.rooms {
+		var sent int64
+		for _, u := range r.users {
+			sent += u.sentA.Load()
+		}
+		if r.received.Load() < sent*int64(len(r.users)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// finish fills doc from the run's counters, histograms and failures.
+func (rs *runState) finish(doc *results.Document, elapsedMs int64, srvStart, srvEnd *serverSample) {
+	cfg := rs.cfg
+	doc.Ended = time.Now()
+	doc.ElapsedSeconds = float64(elapsedMs) / 1000
+	var c results.Counts
+	for _, r := range rs.rooms {
+		for _, u := range r.users {
+			if rs.paced {
+				u.sent = u.sentA.Load()
+			}
+			c.Sent += u.sent
+			c.Received += u.received
+			c.Confirms += u.confirms
+		}
+	}
+	c.Total = c.Sent + c.Received
+	if cfg.Count > 0 {
+		c.ExpectedSent = int64(len(rs.rooms)) * int64(cfg.Users) * int64(cfg.Count)
+		c.ExpectedTotal = c.ExpectedSent * int64(cfg.Users)
+	}
+	doc.Counts = c
+	ranToEnd := !rs.aborted.Load() && !doc.Interrupted && rs.timeline != nil
+	if ranToEnd && !rs.paced && !rs.stopping.Load() && cfg.Count > 0 {
+		if c.Sent != c.ExpectedSent || c.Received != c.ExpectedSent*int64(cfg.Users-1) {
+			rs.failures.Add(results.FailIntegrity, fmt.Sprintf("totals: sent %d (expected %d), received %d (expected %d)",
+				c.Sent, c.ExpectedSent, c.Received, c.ExpectedSent*int64(cfg.Users-1)), time.Now())
+		}
+	}
+	var lost, dup int64
+	if ranToEnd && rs.paced {
+		for _, r := range rs.rooms {
+			for _, u := range r.users {
+				for i, s := range r.users {
+					if s == u {
+						continue
+					}
+					switch diff := s.sent - u.got[i]; {
+					case diff > 0:
+						lost += diff
+					case diff < 0:
+						dup -= diff
+					}
+				}
+			}
+		}
+		if lost > 0 {
+			rs.failures.Add(results.FailIntegrity, fmt.Sprintf("%d messages lost (sent but never received)", lost), time.Now())
+		}
+		if dup > 0 {
+			rs.failures.Add(results.FailIntegrity, fmt.Sprintf("%d messages received more often than sent", dup), time.Now())
+		}
+	}
+
+	// Histograms.
+	var merged [nKinds]*hdrhistogram.Histogram
+	for _, s := range rs.shards {
+		s.mu.Lock()
+		for k := 0; k < nKinds; k++ {
+			if s.h[k] == nil {
+				continue
+			}
+			if merged[k] == nil {
+				merged[k] = results.NewHistogram()
+			}
+			merged[k].Merge(s.h[k])
+		}
+		s.mu.Unlock()
+	}
+	connect := results.NewHistogram()
+	for _, r := range rs.rooms {
+		for _, u := range r.users {
+			if u.setupAt > 0 {
+				_ = connect.RecordValue(min(int64(u.setupAt), results.HistogramHighest))
+			}
+		}
+	}
+	doc.Latency = map[string]*results.Histogram{}
+	names := [nKinds]string{results.LatencyDelivery, results.LatencyTurn, results.LatencyDeliveryScheduled}
+	for k, h := range merged {
+		if h == nil {
+			continue
+		}
+		if e, err := results.EncodeHistogram(h); err == nil {
+			doc.Latency[names[k]] = e
+		}
+	}
+	if connect.TotalCount() > 0 {
+		if e, err := results.EncodeHistogram(connect); err == nil {
+			doc.Latency[results.LatencyConnect] = e
+		}
+	}
+	if len(doc.Latency) == 0 {
+		doc.Latency = nil
+	}
+	if rs.timeline != nil {
+		rs.timeline.Add(doc.TimedEnd, 0, 0)
+		doc.Timeline = rs.timeline.Timeline()
+	}
+
+	doc.Connections = results.Connections{
+		Attempted:   rs.attempted.Load(),
+		Established: rs.established.Load(),
+		Peak:        rs.peak.Load(),
+	}
+	doc.Client.PeakRSSBytes = sysinfo.PeakRSS()
+	if c.Total > 0 {
+		doc.Client.CPUPerMessageMicros = (doc.Client.CPUUserSeconds + doc.Client.CPUSystemSeconds) / float64(c.Total) * 1e6
+	}
+	if srvStart != nil && srvEnd != nil && srvStart.ok && srvEnd.ok {
+		doc.Server = serverUsage(*srvStart, *srvEnd, doc.ElapsedSeconds, c.Total)
+	}
+
+	if doc.ElapsedSeconds > 0 {
+		doc.Throughput = float64(c.Total) / doc.ElapsedSeconds
+	}
+	if doc.Interrupted {
+		rs.failures.Add(results.FailOther, "interrupted", time.Now())
+	}
+	doc.Failures = rs.failures.List()
+	doc.Passed = len(doc.Failures) == 0 && !doc.Interrupted
+	if s, ok := results.MarkScore(c.Total, elapsedMs); ok && doc.Passed && !rs.paced {
+		doc.Score = s
+	}
+	if rs.paced {
+		doc.Paced = pacedOutcome(rs, doc, lost)
+	}
+}
+
+// pacedOutcome is the step's result for a capacity sweep.
+func pacedOutcome(rs *runState, doc *results.Document, lost int64) *results.Paced {
+	p := &results.Paced{ConcurrentUsers: doc.Connections.Established}
+	window := doc.ElapsedSeconds
+	if rs.cfg.Duration > 0 && rs.cfg.Duration.Seconds() < window {
+		window = rs.cfg.Duration.Seconds()
+	}
+	if window > 0 {
+		p.InPerSecond = float64(doc.Counts.Sent) / window
+		p.OutPerSecond = float64(doc.Counts.Received+doc.Counts.Confirms) / window
+	}
+	p.Broken, p.Reason = brokenReason(doc, lost, rs.cfg.SLO)
+	return p
+}
+
+// brokenReason says why a paced step broke: connections refused or
+// dropped, messages lost, or the p99 delivery latency (from the scheduled
+// send) over the SLO.
+func brokenReason(doc *results.Document, lost int64, slo time.Duration) (bool, string) {
+	var reasons []string
+	for _, f := range doc.Failures {
+		switch f.Kind {
+		case results.FailRefused, results.FailOpenFiles, results.FailNoSourcePort, results.FailTimeout, results.FailDenied:
+			reasons = append(reasons, "connections refused ("+results.Describe(f.Kind)+": "+f.Example+")")
+		case results.FailReset, results.FailClosed:
+			reasons = append(reasons, "connections dropped ("+results.Describe(f.Kind)+": "+f.Example+")")
+		case results.FailIntegrity:
+			if lost > 0 {
+				reasons = append(reasons, fmt.Sprintf("%d messages lost", lost))
+			} else {
+				reasons = append(reasons, "messages lost or duplicated: "+f.Example)
+			}
+		case results.FailStall:
+			reasons = append(reasons, "stalled: "+f.Example)
+		case results.FailOther:
+			if f.Example == "interrupted" {
+				reasons = append(reasons, "interrupted")
+				continue
+			}
+			fallthrough
+		default:
+			reasons = append(reasons, results.Describe(f.Kind)+": "+f.Example)
+		}
+	}
+	h := doc.Latency[results.LatencyDeliveryScheduled]
+	if h == nil {
+		h = doc.Latency[results.LatencyDelivery]
+	}
+	if h != nil && slo > 0 && h.Count > 0 && time.Duration(h.P99) > slo {
+		reasons = append(reasons, fmt.Sprintf("p99 delivery latency %s over the SLO of %s", fmtDur(h.P99), slo))
+	}
+	if len(reasons) == 0 {
+		return false, ""
+	}
+	return true, strings.Join(reasons, "; ")
+}

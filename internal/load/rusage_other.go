@@ -1,0 +1,5 @@
+//go:build !unix
+
+package load
+
+func cpuTimes() (user, sys float64) { return 0, 0 }

@@ -1,0 +1,203 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// limiter is a token bucket of one token: new connections at most rate per
+// second (a nil limiter does not limit).
+type limiter struct {
+	mu       sync.Mutex
+	interval time.Duration
+	next     time.Time
+}
+
+func newLimiter(rate float64) *limiter {
+	if rate <= 0 {
+		return nil
+	}
+	return &limiter{interval: time.Duration(float64(time.Second) / rate)}
+}
+
+func (l *limiter) wait(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	now := time.Now()
+	t := l.next
+	if t.Before(now) {
+		t = now
+	}
+	l.next = t.Add(l.interval)
+	l.mu.Unlock()
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// setup connects every room, ConnectConcurrency rooms at a time, the users
+// of one room one after the other (so that each room's EnterRoom order is
+// Mark's). It returns the first failure; the caller aborts the run.
+func (rs *runState) setup(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan *room)
+	var (
+		once  sync.Once
+		first error
+		wg    sync.WaitGroup
+	)
+	for w := 0; w < min(rs.cfg.ConnectConcurrency, len(rs.rooms)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range jobs {
+				if err := rs.setupRoom(ctx, r); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+				rs.roomsReady.Add(1)
+			}
+		}()
+	}
+feed:
+	for _, r := range rs.rooms {
+		select {
+		case jobs <- r:
+		case <-ctx.Done():
+			break feed
+		case <-rs.abortCh:
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// setupRoom connects the users of r in order and waits until every user
+// knows that the room is full (Mark's enterCount).
+func (rs *runState) setupRoom(ctx context.Context, r *room) error {
+	timeout := rs.cfg.StallTimeout
+	for _, u := range r.users {
+		if err := rs.limit.wait(ctx); err != nil {
+			return err
+		}
+		if rs.aborted.Load() {
+			return errAborted
+		}
+		t0 := time.Now()
+		rs.attempted.Add(1)
+		l, err := rs.dialer.dial(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &userError{u: u, kind: results.Classify(err), what: "connect", err: err}
+		}
+		if !rs.addLink(l) {
+			_ = l.close()
+			return errAborted
+		}
+		u.l = l
+		u.rd = protocol.NewReader(l, 0)
+		deadline := time.Now().Add(timeout)
+		_ = l.setReadDeadline(deadline)
+		_ = l.setWriteDeadline(deadline)
+		if err := l.write(r.access); err != nil {
+			return u.failIO("send Access", err)
+		}
+		f, err := u.await("Access confirm", func(f protocol.Frame) bool { return f.ID == protocol.IDAccess && f.Type == protocol.Confirm })
+		if err != nil {
+			return err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return u.failIO("read Access confirm", err)
+		}
+		if res := p.(*protocol.Access).Result; res != protocol.AccessOK {
+			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("Access denied (result %d)", res)}
+		}
+		if err := l.write(u.enter); err != nil {
+			return u.failIO("send EnterRoom", err)
+		}
+		f, err = u.await("EnterRoom confirm", func(f protocol.Frame) bool { return f.ID == protocol.IDEnterRoom && f.Type == protocol.Confirm })
+		if err != nil {
+			return err
+		}
+		if p, err = f.Decode(); err != nil {
+			return u.failIO("read EnterRoom confirm", err)
+		}
+		if res := p.(*protocol.EnterRoom).Result; res != protocol.EnterOK {
+			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("unable to enter %s (result %d)", r.name, res)}
+		}
+		u.setupAt = time.Since(t0)
+	}
+	// Each user counts itself and the EnterRoom indications of the users
+	// after it (Mark's enterCount reaching users).
+	for j, u := range r.users {
+		for k := j + 1; k < len(r.users); k++ {
+			if _, err := u.await("EnterRoom indication of "+r.users[k].name, func(f protocol.Frame) bool {
+				return f.ID == protocol.IDEnterRoom && f.Type == protocol.Indication
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, u := range r.users {
+		_ = u.l.setReadDeadline(time.Time{})
+		_ = u.l.setWriteDeadline(time.Time{})
+	}
+	return nil
+}
+
+// await reads packets until want accepts one, answering Pings and failing
+// on a StreamableError.
+func (u *user) await(what string, want func(protocol.Frame) bool) (protocol.Frame, error) {
+	for {
+		f, err := u.rd.Next()
+		if err != nil {
+			return f, u.failIO("waiting for "+what, err)
+		}
+		u.seen(f)
+		if want(f) {
+			return f, nil
+		}
+		switch f.ID {
+		case protocol.IDStreamableError:
+			text := "(undecodable)"
+			if p, err := f.Decode(); err == nil {
+				text = p.(*protocol.StreamableError).Text
+			}
+			return f, &userError{u: u, kind: results.FailServerError, what: "StreamableError while waiting for " + what + ": " + text}
+		case protocol.IDPing:
+			if f.Type == protocol.Request {
+				if err := u.l.write(protocol.AppendHeader(nil, protocol.IDPing, protocol.Response)); err != nil {
+					return f, u.failIO("write", err)
+				}
+			}
+		case protocol.IDEnterRoom, protocol.IDExitRoom:
+		default:
+			return f, u.protocolError("unexpected %s %s while waiting for %s", f.ID, f.Type, what)
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// MarkText is the text of every chat Mark sends: "123456789 " six times.
+const MarkText = "123456789 123456789 123456789 123456789 123456789 123456789 "
+
+// Latency kinds recorded per user and merged per shard.
+const (
+	kDelivery = iota
+	kTurn
+	kScheduled
+	nKinds
+)
+
+// histShard holds histograms that users flush their buffered values into,
+// under a lock taken once per batch (hdrhistogram is not concurrency-safe).
+type histShard struct {
+	mu sync.Mutex
+	h  [nKinds]*hdrhistogram.Histogram
+	_  [64]byte
+}
+
+func (s *histShard) hist(k int) *hdrhistogram.Histogram {
+	if s.h[k] == nil {
+		s.h[k] = results.NewHistogram()
+	}
+	return s.h[k]
+}
+
+// latBatch is the number of values a user buffers before flushing.
+const latBatch = 128
+
+// room is one chat room of the run.
+type room struct {
+	rs    *runState
+	index int // 0-based within the run
+	num   int // Room<num>
+	name  string
+	users []*user
+	// access is the pre-encoded Access request (its default room is this
+	// room).
+	access []byte
+
+	// sendAt holds, per message number k (mod len), the send time of the
+	// room's message k: in turn-taking a receiver is at most users-1
+	// messages behind the newest send, so len >= users is enough.
+	sendAt   []atomic.Int64
+	mask     int64
+	lastSend atomic.Int64
+	// progress counts sends, exits and completions (and receipts in paced
+	// mode): the stall watchdog watches it.
+	progress atomic.Int64
+	received atomic.Int64 // paced mode: indications received
+	seq      atomic.Int64 // turn-taking: the last message number sent
+	done     atomic.Int32 // users finished
+
+	// watchdog state (the watchdog goroutine only)
+	wdProgress int64
+	wdAt       int64
+}
+
+// user is one simulated chat user (one connection).
+type user struct {
+	r    *room
+	num  int // Mark<num>, 1-based
+	name string
+	l    *link
+	rd   *protocol.Reader
+
+	chat, enter, exit, roomList []byte
+
+	// Owned by the user's reading goroutine.
+	sent, received, confirms int64
+	seq                      int64 // room message number this user has seen
+	exits                    int
+	exited                   bool
+	done                     atomic.Bool
+	shard                    *histShard
+	lat                      [nKinds][latBatch]int64
+	latN                     [nKinds]int
+	tlNext, tlStart          int64
+	tlSent, tlRecv           int64
+
+	lastPkt atomic.Uint64 // id<<32 | type, for stall reports
+	setupAt time.Duration // connect to EnterRoom confirm
+
+	// Paced mode.
+	sentA atomic.Int64 // messages sent, published by the sender
+	ring  []sendSlot   // the sender's recent sends, by message number
+	got   []int64      // per sender (index num-1): messages received
+}
+
+// sendSlot is a paced send: the message number and its times, written by
+// the sender and read by receivers (a seqlock on n).
+type sendSlot struct {
+	n, sched, sent atomic.Int64
+}
+
+const pacedRing = 256
+
+func newRoom(rs *runState, index, num, users int) (*room, error) {
+	r := &room{rs: rs, index: index, num: num, name: "Room" + strconv.Itoa(num)}
+	size := 1
+	for size < users {
+		size <<= 1
+	}
+	r.sendAt = make([]atomic.Int64, size)
+	r.mask = int64(size - 1)
+	var err error
+	r.access, err = (&protocol.Access{
+		Type:             protocol.Request,
+		DefaultRoom:      r.name,
+		AppletVersion:    Version,
+		DocumentBase:     "http://www.volano.com/chat.html",
+		CodeBase:         "http://chat.volano.net/vcclient",
+		JavaVendor:       platform.vendor,
+		JavaVendorURL:    platform.vendorURL,
+		JavaVersion:      platform.version,
+		JavaClassVersion: platform.classVersion,
+		OSName:           platform.osName,
+		OSVersion:        platform.osVersion,
+		OSArch:           platform.osArch,
+	}).AppendPacket(nil)
+	if err != nil {
+		return nil, err
+	}
+	for j := 1; j <= users; j++ {
+		u := &user{r: r, num: j, name: "Mark" + strconv.Itoa(j)}
+		u.shard = rs.shards[(index*users+j)%len(rs.shards)]
+		if u.chat, err = (&protocol.Chat{Type: protocol.Request, RoomName: r.name, UserName: u.name, Text: MarkText}).AppendPacket(nil); err != nil {
+			return nil, err
+		}
+		if u.enter, err = (&protocol.EnterRoom{Type: protocol.Request, RoomName: r.name, UserName: u.name,
+			Profile: "This is the profile for " + u.name + " in " + r.name + "."}).AppendPacket(nil); err != nil {
+			return nil, err
+		}
+		if u.exit, err = (&protocol.ExitRoom{Type: protocol.Request, RoomName: r.name, UserName: u.name}).AppendPacket(nil); err != nil {
+			return nil, err
+		}
+		if u.roomList, err = (&protocol.RoomList{Type: protocol.Request}).AppendPacket(nil); err != nil {
+			return nil, err
+		}
+		if rs.paced {
+			u.ring = make([]sendSlot, pacedRing)
+			u.got = make([]int64, users)
+		}
+		r.users = append(r.users, u)
+	}
+	return r, nil
+}
+
+// record buffers one latency value of kind k (nanoseconds).
+func (u *user) record(k int, v int64) {
+	n := u.latN[k]
+	u.lat[k][n] = v
+	n++
+	if n == latBatch {
+		u.flushLat(k, n)
+		n = 0
+	}
+	u.latN[k] = n
+}
+
+func (u *user) flushLat(k, n int) {
+	if n == 0 {
+		return
+	}
+	s := u.shard
+	s.mu.Lock()
+	h := s.hist(k)
+	for _, v := range u.lat[k][:n] {
+		if v < 0 {
+			v = 0
+		} else if v > results.HistogramHighest {
+			v = results.HistogramHighest
+		}
+		_ = h.RecordValue(v)
+	}
+	s.mu.Unlock()
+}
+
+// tick counts sent and received messages in the timeline, flushing the
+// user's counts once per second of the timed phase.
+func (u *user) tick(now, sent, recv int64) {
+	if now >= u.tlNext {
+		u.flushTimeline()
+		base := u.r.rs.base
+		sec := (now - base) / int64(time.Second)
+		u.tlStart = sec * int64(time.Second)
+		u.tlNext = base + u.tlStart + int64(time.Second)
+	}
+	u.tlSent += sent
+	u.tlRecv += recv
+}
+
+func (u *user) flushTimeline() {
+	if u.tlSent != 0 || u.tlRecv != 0 {
+		u.r.rs.timeline.AddElapsed(time.Duration(u.tlStart), u.tlSent, u.tlRecv)
+		u.tlSent, u.tlRecv = 0, 0
+	}
+}
+
+func (u *user) flushAll() {
+	for k := 0; k < nKinds; k++ {
+		u.flushLat(k, u.latN[k])
+		u.latN[k] = 0
+	}
+	u.flushTimeline()
+}
+
+func (u *user) seen(f protocol.Frame) {
+	u.lastPkt.Store(uint64(f.ID)<<32 | uint64(uint32(f.Type)))
+}
+
+// lastPacket describes the last packet the user received.
+func (u *user) lastPacket() string {
+	v := u.lastPkt.Load()
+	if v == 0 {
+		return "nothing yet"
+	}
+	return protocol.ID(v>>32).String() + " " + protocol.Type(int32(uint32(v))).String()
+}
+
+func (u *user) String() string { return u.name + " in " + u.r.name }
+
+// markNumber returns n for a user name "Mark<n>" (1 <= n), 0 otherwise.
+func markNumber(name []byte) int64 {
+	if len(name) < 5 || len(name) > 12 || name[0] != 'M' || name[1] != 'a' || name[2] != 'r' || name[3] != 'k' {
+		return 0
+	}
+	var n int64
+	for _, c := range name[4:] {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}
+
+// userError is a failure of one user, with its kind.
+type userError struct {
+	u    *user
+	kind string
+	what string
+	err  error
+}
+
+func (e *userError) Error() string {
+	msg := e.u.String()
+	if e.what != "" {
+		msg += ": " + e.what
+	}
+	if e.err != nil {
+		msg += ": " + e.err.Error()
+	}
+	return msg
+}
+
+func (e *userError) Unwrap() error { return e.err }
+
+// failRead classifies an error reading or writing the user's connection.
+func (u *user) failIO(what string, err error) *userError {
+	kind := results.Classify(err)
+	var de *protocol.DecodeError
+	switch {
+	case errors.As(err, &de):
+		kind = results.FailProtocol
+	case kind == results.FailClosed:
+		what = "disconnected from server"
+	case kind == results.FailTimeout && errors.Is(err, os.ErrDeadlineExceeded):
+		what += fmt.Sprintf(" (no answer in %s; last packet: %s)", u.r.rs.cfg.StallTimeout, u.lastPacket())
+	}
+	return &userError{u: u, kind: kind, what: what, err: err}
+}
+
+func (u *user) protocolError(format string, args ...any) *userError {
+	return &userError{u: u, kind: results.FailProtocol, what: fmt.Sprintf(format, args...)}
+}
+
+// serverError reports a StreamableError; Mark prints it and goes on, so
+// the run goes on but fails.
+func (u *user) serverError(f protocol.Frame) {
+	text := "(undecodable)"
+	if p, err := f.Decode(); err == nil {
+		if se, ok := p.(*protocol.StreamableError); ok {
+			text = se.Text
+		}
+	}
+	u.r.rs.failures.Add(results.FailServerError, u.String()+": StreamableError: "+text, time.Now())
+}
