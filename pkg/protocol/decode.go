@@ -205,17 +205,28 @@ func (d *dec) strs8(field string, maxChars int) []string {
 		d.incomplete(field, at, d.off+2*n)
 		return nil
 	}
-	out := d.strElems(field, n)
-	if d.code == nil && !d.skip {
-		for i, s := range out {
+	if n == 0 {
+		return nil
+	}
+	var out []string
+	if !d.skip {
+		out = make([]string, n)
+	}
+	d.arr = field
+	for i := 0; i < n; i++ {
+		d.elem = i
+		at := d.off
+		s := d.str("")
+		if out != nil && d.code == nil {
 			if utf16Units(s) > maxChars {
-				d.elem = i
-				d.arr = field
 				d.fail("", at, ErrStringTooLong)
-				d.arr = ""
-				return nil
 			}
+			out[i] = s
 		}
+	}
+	d.arr = ""
+	if d.code != nil {
+		return nil
 	}
 	return out
 }

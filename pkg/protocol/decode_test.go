@@ -295,6 +295,7 @@ func TestCreateRoomsNameLimit(t *testing.T) {
 	de := decodeErr(t, b)
 	assert.ErrorIs(t, de, ErrStringTooLong)
 	assert.Equal(t, "rooms[1]", de.Field)
+	assert.Equal(t, 10, de.Offset)
 
 	many := &CreateRooms{Type: Request, Rooms: make([]string, 256)}
 	_, err = many.AppendPacket(nil)

@@ -108,7 +108,9 @@ func appendDecoded(dst, b []byte) []byte {
 // UTF-8 character, and a lone surrogate is kept in the string as its 3-byte
 // form, which EncodeString re-emits unchanged. Overlong forms and raw 0x00
 // bytes, which Java accepts, decode to their character (and so re-encode in
-// the canonical form).
+// the canonical form). (Conversely, a Go string holding the 3-byte forms of
+// a high and a low surrogate one after the other encodes as a pair, which
+// decodes as one 4-byte character.)
 func DecodeString(mutf8 []byte) (string, error) {
 	ok, same := scanMUTF8(mutf8)
 	if !ok {
