@@ -129,7 +129,7 @@ func clipExample(s string) string {
 // FailOpenFiles, EADDRNOTAVAIL FailNoSourcePort, ECONNRESET, ECONNABORTED
 // and EPIPE FailReset, a deadline (os.ErrDeadlineExceeded, a net.Error
 // timeout, context.DeadlineExceeded, ETIMEDOUT) FailTimeout, io.EOF,
-// io.ErrUnexpectedEOF and net.ErrClosed FailClosed, anything else
+// io.ErrUnexpectedEOF, net.ErrClosed and io.ErrClosedPipe FailClosed, anything else
 // FailOther. Classify(nil) is "". Kinds the network cannot tell (protocol,
 // stall, integrity, ...) are the caller's to name.
 func Classify(err error) (kind string) {
@@ -147,7 +147,7 @@ func Classify(err error) (kind string) {
 		return FailReset
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):
 		return FailTimeout
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrClosedPipe):
 		return FailClosed
 	}
 	var ne net.Error

@@ -168,16 +168,22 @@ func MergeTimelines(parts ...TimelineAt) (*Timeline, time.Time) {
 	for _, p := range ps {
 		interval = max(interval, p.Timeline.IntervalSeconds)
 	}
-	// The merged length, in points, before any further coarsening.
-	end := 0.0
-	for _, p := range ps {
-		off := p.Start.Sub(start).Seconds()
-		end = max(end, off+float64(len(p.Timeline.Sent))*p.Timeline.IntervalSeconds)
+	// Each input point goes to the merged interval in which it began; the
+	// merged timeline ends with the interval of the last such point.
+	length := func(interval float64) int {
+		n := 0
+		for _, p := range ps {
+			if k := len(p.Timeline.Sent); k > 0 {
+				off := p.Start.Sub(start).Seconds()
+				n = max(n, int((off+float64(k-1)*p.Timeline.IntervalSeconds)/interval)+1)
+			}
+		}
+		return n
 	}
-	n := int(end/interval + 0.999999)
+	n := length(interval)
 	for n > MaxTimelinePoints {
 		interval *= 2
-		n = int(end/interval + 0.999999)
+		n = length(interval)
 	}
 	out := &Timeline{IntervalSeconds: interval, Sent: make([]int64, n), Received: make([]int64, n)}
 	for _, p := range ps {

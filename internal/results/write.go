@@ -44,7 +44,7 @@ func marshal(d *Document) ([]byte, error) {
 // same directory, syncs it, and renames it over path, so that a reader sees
 // either the old file or the whole new one, and an interrupted writer leaves
 // no partial document behind (at most a ".tmp" file, removed on error).
-// The file is created with mode 0644 (before umask).
+// The file's mode is 0644.
 func WriteFile(path string, d *Document) (err error) {
 	data, err := marshal(d)
 	if err != nil {
