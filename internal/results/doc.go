@@ -123,7 +123,7 @@
 //
 // # Example
 //
-// A passed run of 15 rooms (some fields left out):
+// A passed run of 15 rooms (some optional fields left out):
 //
 //	{
 //	  "schema": 1,
@@ -152,10 +152,12 @@
 //	  "score": 271248,
 //	  "throughput": 271247.73960216995,
 //	  "latency": {
-//	    "delivery": {"hdr": "HISTFAAAALh42pJpmSzMwMC...", "count": 600000,
-//	      "min_ns": 40000, "max_ns": 40009727, "mean_ns": 20020055.952,
-//	      "p50_ns": 20004863, "p90_ns": 36012031, "p99_ns": 39616511,
-//	      "p999_ns": 39976959}
+//	    "delivery": {
+//	      "hdr": "HISTFAAAAE942pJpmSzMwMCgxgABzFCakYGB2c1gxwIG+w8QgYV5DZf5drMtuCjZybbgPf9stgMr2bvZHlxhPsyx4RXjUd4Vbjv5XrADAgAA//9RFRWO",
+//	      "count": 570000, "min_ns": 61984, "max_ns": 910335,
+//	      "mean_ns": 105627.39649122808, "p50_ns": 85055, "p90_ns": 140031,
+//	      "p99_ns": 260095, "p999_ns": 480255
+//	    }
 //	  },
 //	  "timeline": {"interval_seconds": 1, "sent": [13420, 13610, 2970],
 //	    "received": [254980, 258590, 56430]},

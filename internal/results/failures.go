@@ -129,9 +129,10 @@ func clipExample(s string) string {
 // FailOpenFiles, EADDRNOTAVAIL FailNoSourcePort, ECONNRESET, ECONNABORTED
 // and EPIPE FailReset, a deadline (os.ErrDeadlineExceeded, a net.Error
 // timeout, context.DeadlineExceeded, ETIMEDOUT) FailTimeout, io.EOF,
-// io.ErrUnexpectedEOF, net.ErrClosed and io.ErrClosedPipe FailClosed, anything else
-// FailOther. Classify(nil) is "". Kinds the network cannot tell (protocol,
-// stall, integrity, ...) are the caller's to name.
+// io.ErrUnexpectedEOF, net.ErrClosed and io.ErrClosedPipe FailClosed,
+// anything else FailOther (on Windows, the Winsock codes of the same
+// conditions too). Classify(nil) is "". Kinds the network cannot tell
+// (protocol, stall, integrity, ...) are the caller's to name.
 func Classify(err error) (kind string) {
 	if err == nil {
 		return ""
@@ -145,6 +146,13 @@ func Classify(err error) (kind string) {
 		return FailNoSourcePort
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
 		return FailReset
+	}
+	for _, pe := range platformErrnos {
+		if errors.Is(err, pe.errno) {
+			return pe.kind
+		}
+	}
+	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):
 		return FailTimeout
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrClosedPipe):
@@ -155,6 +163,13 @@ func Classify(err error) (kind string) {
 		return FailTimeout
 	}
 	return FailOther
+}
+
+// platformErrnos are the platform's own codes for the conditions Classify
+// names (Winsock's on Windows), checked after the portable errnos.
+var platformErrnos []struct {
+	errno error
+	kind  string
 }
 
 var descriptions = map[string]string{

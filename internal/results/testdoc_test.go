@@ -1,6 +1,7 @@
 package results
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -11,16 +12,24 @@ import (
 func fullDocument(t testing.TB) *Document {
 	t.Helper()
 	start := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
-	h := NewHistogram()
-	for i := int64(1); i <= 1000; i++ {
-		require.NoError(t, h.RecordValue(i*1000))
-	}
-	enc, err := EncodeHistogram(h)
-	require.NoError(t, err)
-	h2 := NewHistogram()
-	require.NoError(t, h2.RecordValue(5_000_000))
-	enc2, err := EncodeHistogram(h2)
-	require.NoError(t, err)
+	testHistogramsOnce.Do(func() {
+		h := NewHistogram()
+		for i := int64(1); i <= 1000; i++ {
+			require.NoError(t, h.RecordValue(i*1000))
+		}
+		testHistograms[0], testHistogramsErr = EncodeHistogram(h)
+		h2 := NewHistogram()
+		require.NoError(t, h2.RecordValue(5_000_000))
+		if testHistogramsErr == nil {
+			testHistograms[1], testHistogramsErr = EncodeHistogram(h2)
+		}
+	})
+	require.NoError(t, testHistogramsErr)
+	// Copies: a test may modify its document's histograms.
+	enc, enc2 := new(Histogram), new(Histogram)
+	*enc, *enc2 = *testHistograms[0], *testHistograms[1]
+	enc3 := new(Histogram)
+	*enc3 = *enc2
 	return &Document{
 		Schema: SchemaVersion,
 		RunID:  "0123456789abcdef",
@@ -58,7 +67,13 @@ func fullDocument(t testing.TB) *Document {
 			RSSEndBytes: 20 << 20, CPUPerMessageMicros: 3.5, CPUs: 2, GOMAXPROCS: 2,
 			OpenConnections: 1, Goroutines: 10, OpenFDs: 12},
 		Paced: &Paced{ConcurrentUsers: 300, InPerSecond: 300, OutPerSecond: 600, Broken: true, Reason: "p99 over SLO"},
-		Churn: &Churn{Sequences: 1000, SequencesPerSecond: 25, First: enc2,
+		Churn: &Churn{Sequences: 1000, SequencesPerSecond: 25, First: enc3,
 			LeakedConnections: 1, LeakedGoroutines: 2, LeakedFDs: 3},
 	}
 }
+
+var (
+	testHistogramsOnce sync.Once
+	testHistograms     [2]*Histogram
+	testHistogramsErr  error
+)
