@@ -91,6 +91,12 @@ func runMark(ctx context.Context, addr string, rooms, users, count int) (markRes
 						got++
 					}
 				}
+				// one deadline for the whole run: a stalled room fails the
+				// run rather than hang it, and no timer per read
+				_ = nc.SetDeadline(time.Now().Add(5 * time.Minute))
+				if dl, ok := ctx.Deadline(); ok {
+					_ = nc.SetDeadline(dl)
+				}
 				u := &markUser{room: room, num: j, users: users, count: count, nc: nc, rd: rd, names: names,
 					sent: &sent, received: &received, integrity: &integrity}
 				u.chat, _ = chat(room, "Mark"+strconv.Itoa(j), markText).AppendPacket(nil)
@@ -146,7 +152,6 @@ func (u *markUser) run(start chan struct{}) error {
 		u.received.Add(int64(u.myReceived))
 	}()
 	for {
-		_ = u.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		f, err := u.rd.Next()
 		if err != nil {
 			return fmt.Errorf("%s Mark%d: %w", u.room, u.num, err)
