@@ -109,14 +109,14 @@ the exit status is 1. No document at all is exit status 2.`,
   volanogo report --discard 0 --best 1 --of 1 run.json    # a single run, no run rule
   volanogo report --by cpus results/       # one row per label and server processor count
   volanogo report --compare go1.26-linux java17-volano results/
-  volanogo load -count 100 -o - | volanogo report -`,
+  cat run.json | volanogo report -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(cmd, io, o, args)
 		},
 	}
 	f := cmd.Flags()
 	o.compare.fs = f
-	f.StringVar(&o.format, "format", "text", "output format: text, markdown, html, json or csv (default from the -o extension when it is .html, .md, .json or .csv)")
+	f.StringVar(&o.format, "format", "text", "output format: text, markdown, html, json or csv; when not given, an -o name ending in .html, .md, .json or .csv chooses")
 	f.StringVarP(&o.output, "output", "o", "", "write the report to `FILE` (atomically) instead of standard output")
 	f.IntVar(&o.discard, "discard", report.DefaultDiscard, "runs dropped first in every step (`N` runs)")
 	f.IntVar(&o.best, "best", report.DefaultBest, "the score averages the best `N` counted runs")

@@ -117,7 +117,7 @@ func TestOrderDoesNotMatter(t *testing.T) {
 	require.NoError(t, err)
 	want := render(t, base, "json")
 	rng := rand.New(rand.NewPCG(4, 2))
-	for i := 0; i < 25; i++ {
+	for i := 0; i < 8; i++ {
 		shuffled := append([]*results.Document(nil), docs...)
 		rng.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
 		r, err := Build(shuffled, opt)

@@ -2,6 +2,10 @@ package report
 
 import (
 	"errors"
+	"fmt"
+	"math"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volanogo/volanogo/internal/results"
 )
@@ -58,15 +62,34 @@ type hdrQuantiles interface {
 	Max() int64
 }
 
+// mergeDecode decodes the histograms and merges them into one with the
+// widest range and the finest precision of them, so that nothing drops.
+// (results.MergeHistograms does the same but encodes its result, which a
+// report does not need.)
 func mergeDecode(hs []*results.Histogram) (hdrQuantiles, error) {
-	m, err := results.MergeHistograms(hs...)
-	if err != nil {
-		return nil, err
+	var ds []*hdrhistogram.Histogram
+	lo, hi, sig := int64(math.MaxInt64), int64(0), int64(0)
+	for _, h := range hs {
+		d, err := h.Decode()
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, d)
+		lo, hi, sig = min(lo, d.LowestTrackableValue()), max(hi, d.HighestTrackableValue()), max(sig, d.SignificantFigures())
 	}
-	if m == nil {
+	if len(ds) == 0 {
 		return nil, errors.New("no histogram")
 	}
-	return m.Decode()
+	if len(ds) == 1 {
+		return ds[0], nil
+	}
+	m := hdrhistogram.New(max(lo, 1), hi, int(min(max(sig, 1), 5)))
+	for _, d := range ds {
+		if dropped := m.Merge(d); dropped > 0 {
+			return nil, fmt.Errorf("merging histograms dropped %d values", dropped)
+		}
+	}
+	return m, nil
 }
 
 // describe is a phrase for a failure kind, for footnotes; "broken" and

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const reportData = "../../testdata/report"
+
+func fixture(dir string) string { return filepath.Join(reportData, dir) }
+
+func runIn(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestReportExitCodes(t *testing.T) {
+	t.Run("0: all documents read", func(t *testing.T) {
+		code, out, errOut := run(t, "report", fixture("scale"), fixture("shards"))
+		assert.Equal(t, 0, code, errOut)
+		assert.Empty(t, errOut)
+		assert.Contains(t, out, "Is it fast? (900 connections)")
+		assert.Contains(t, out, "Does it scale?")
+		assert.Contains(t, out, "1490b")
+		assert.Contains(t, out, "109911") // 2,100 connections, with the merged shards
+	})
+	t.Run("1: bad files named and skipped, the rest reported", func(t *testing.T) {
+		code, out, errOut := run(t, "report", fixture("scale"), fixture("bad"))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, out, "Is it fast?")
+		for _, want := range []string{"not-a-document.json: not a result document", "truncated.json: truncated",
+			"unknown-schema.json: unknown schema", "3 input(s) skipped"} {
+			assert.Contains(t, errOut, want)
+		}
+	})
+	t.Run("2: no document at all", func(t *testing.T) {
+		code, out, errOut := run(t, "report", t.TempDir())
+		assert.Equal(t, 2, code)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, "no result documents")
+	})
+	t.Run("2: only bad documents", func(t *testing.T) {
+		code, out, errOut := run(t, "report", fixture("bad"))
+		assert.Equal(t, 2, code)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, "truncated.json")
+		assert.Contains(t, errOut, "no result documents")
+	})
+	t.Run("2: missing file", func(t *testing.T) {
+		code, _, errOut := run(t, "report", filepath.Join(t.TempDir(), "nope.json"))
+		assert.Equal(t, 2, code)
+		assert.Contains(t, errOut, "nope.json")
+	})
+	t.Run("2: bad flags", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"report", "--format", "pdf", fixture("scale")},
+			{"report", "--by", "colour", fixture("scale")},
+			{"report", "--best", "3", "--of", "2", fixture("scale")},
+			{"report", "--best", "0", fixture("scale")},
+			{"report", "--discard", "-1", fixture("scale")},
+			{"report", fixture("scale"), "--compare", "go1.26-linux"},
+			{"report", "--compare", "a,b,c", fixture("scale")},
+			{"report", "--compare", "go1.26-linux", "nosuch", fixture("scale")},
+		} {
+			code, _, errOut := run(t, args...)
+			assert.Equal(t, 2, code, "%v: %s", args, errOut)
+		}
+	})
+}
+
+func TestReportCompareSpellings(t *testing.T) {
+	var outs []string
+	for _, args := range [][]string{
+		{"report", "--compare", "go1.26-linux", "java17-volano", fixture("scale")},
+		{"report", fixture("scale"), "--compare", "go1.26-linux", "java17-volano"},
+		{"report", "--compare", "go1.26-linux,java17-volano", fixture("scale")},
+		{"report", "--compare", "go1.26-linux", "--compare", "java17-volano", fixture("scale")},
+		{"report", "-compare", "go1.26-linux", "java17-volano", fixture("scale")},
+	} {
+		code, out, errOut := run(t, args...)
+		require.Equal(t, 0, code, "%v: %s", args, errOut)
+		assert.Contains(t, out, "Compare: go1.26-linux vs java17-volano")
+		outs = append(outs, out)
+	}
+	for _, o := range outs[1:] {
+		assert.Equal(t, outs[0], o)
+	}
+}
+
+func TestReportStdinAndFormats(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(fixture("cpus"), "volanogo-go1.26-linux-r50-run2-17425bdb.json"))
+	require.NoError(t, err)
+	code, out, errOut := runIn(t, string(doc), "report", "--discard", "0", "--best", "1", "--of", "1", "-")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "No run is discarded")
+	assert.Contains(t, out, "1000 connections")
+
+	for format, want := range map[string]string{
+		"markdown": "## Is it fast?", "json": `"platforms": [`, "csv": "table,platform,step,metric,value",
+		"html": "<!DOCTYPE html>", "text": "VOLANOGO REPORT",
+	} {
+		code, out, errOut := run(t, "report", "--format", format, fixture("cpus"))
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, want, format)
+	}
+}
+
+func TestReportOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	code, out, errOut := run(t, "report", "-o", path, fixture("scale"))
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, out)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(data, []byte("<!DOCTYPE html>")), "format from the extension")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file left behind")
+
+	// --format wins over the extension.
+	code, _, errOut = run(t, "report", "--format", "csv", "-o", path, fixture("scale"))
+	require.Equal(t, 0, code, errOut)
+	data, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(data, []byte("table,platform")))
+
+	code, _, _ = run(t, "report", "-o", filepath.Join(dir, "no", "such", "dir.txt"), fixture("scale"))
+	assert.Equal(t, 1, code)
+}
+
+func TestReportDefaultIsCurrentDirectory(t *testing.T) {
+	abs, err := filepath.Abs(fixture("cpus"))
+	require.NoError(t, err)
+	t.Chdir(abs)
+	code, out, errOut := run(t, "report")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Processor scalability")
+}
+
+func TestReportHelp(t *testing.T) {
+	code, out, _ := run(t, "report", "--help")
+	assert.Equal(t, 0, code)
+	for _, want := range []string{"--compare", "--discard", "--best", "--of", "--by", "--format", "-o, --output",
+		"(default 1)", "(default 2)", "(default 3)", `(default "label")`, `(default "text")`, "Examples:"} {
+		assert.Contains(t, out, want)
+	}
+}

@@ -1,0 +1,261 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/internal/results"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// doc is a minimal turn-taking document; score 0 means failed with kind.
+func doc(label string, conns, run int, score int64, kind string) *results.Document {
+	d := &results.Document{
+		Schema: results.SchemaVersion, RunID: fmt.Sprintf("%s-%d-%d", label, conns, run), Label: label,
+		Config:  results.Config{Scenario: results.ScenarioTurns, Rooms: conns / 20, Users: 20, Count: 100},
+		Run:     run,
+		Started: t0.Add(time.Duration(conns*100+run) * time.Minute),
+		Passed:  score > 0, Score: score, ElapsedSeconds: 10,
+		Connections: results.Connections{Attempted: int64(conns), Established: int64(conns), Peak: int64(conns)},
+	}
+	if score == 0 {
+		d.Failures = []results.Failure{{Kind: kind, Count: 1, Example: kind + " example"}}
+		d.Connections.Peak = int64(conns) - 7
+	}
+	return d
+}
+
+func TestRunRule(t *testing.T) {
+	docs := []*results.Document{
+		doc("p", 1000, 1, 500, ""), // discarded
+		doc("p", 1000, 2, 1897, ""),
+		doc("p", 1000, 3, 1900, ""),
+		doc("p", 1000, 4, 1893, ""),
+		doc("p", 1000, 5, 9999, ""), // beyond "of 3"
+	}
+	r, err := Build(docs, DefaultOptions())
+	require.NoError(t, err)
+	c := r.Fast.Rows[0].Cell
+	assert.Equal(t, "1897, 1900, 1893", c.ResultsText())
+	assert.Equal(t, int64(1899), c.Score, "(1900+1897)/2 = 1898.5 rounds half up, as the Volano Report's 1899")
+	assert.Equal(t, 1897.0, c.Median)
+	assert.Equal(t, "1893–1900", c.SpreadText())
+
+	// The Discarded mark drops a run too, and the discard counts it.
+	docs[0].Discarded = true
+	r, err = Build(docs, Options{Discard: 0, Best: 2, Of: 3})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1899), r.Fast.Rows[0].Cell.Score)
+
+	// Best 1 of 4, nothing discarded.
+	docs[0].Discarded = false
+	r, err = Build(docs, Options{Discard: 0, Best: 1, Of: 4})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1900), r.Fast.Rows[0].Cell.Score)
+}
+
+func TestFailedCellsAndFootnotes(t *testing.T) {
+	var docs []*results.Document
+	for run := 1; run <= 4; run++ {
+		docs = append(docs,
+			doc("a", 300, run, 2661, ""), doc("a", 600, run, 2387, ""), doc("a", 900, run, 0, results.FailOpenFiles),
+			doc("b", 300, run, 2157, ""), doc("b", 600, run, 1901, ""), doc("b", 900, run, 473, ""),
+		)
+	}
+	// One failed run of three: the cell keeps its score and gets the letter.
+	docs[len(docs)-1] = doc("b", 900, 4, 0, results.FailReset)
+	r, err := Build(docs, DefaultOptions())
+	require.NoError(t, err)
+	require.NotNil(t, r.Scale)
+	assert.Equal(t, []int64{300, 600, 900}, r.Scale.Columns)
+	texts := map[string][]string{}
+	for _, row := range r.Scale.Rows {
+		for _, c := range row.Cells {
+			texts[row.Platform] = append(texts[row.Platform], c.Text())
+		}
+		texts[row.Platform] = append(texts[row.Platform], row.Limit.Text())
+	}
+	// Letters go in the order the tables cite them: row a (the faster) first.
+	assert.Equal(t, []string{"2661", "2387", "----a", "893a"}, texts["a"])
+	assert.Equal(t, []string{"2157", "1901", "473b", "≥ 900"}, texts["b"])
+	require.Len(t, r.Footnotes, 2)
+	assert.Equal(t, "a", r.Footnotes[0].Letter)
+	assert.Equal(t, `Failed with "too many open files" (open_files example).`, r.Footnotes[0].Text)
+	assert.Equal(t, []string{"a at 900 connections", "a at its limit"}, r.Footnotes[0].Where)
+	assert.Equal(t, `Failed with "connection reset by peer" (reset example).`, r.Footnotes[1].Text)
+
+	// Two failed runs of three: the cell fails.
+	docs[len(docs)-7] = doc("b", 900, 3, 0, results.FailReset)
+	r, err = Build(docs, DefaultOptions())
+	require.NoError(t, err)
+	for _, row := range r.Scale.Rows {
+		if row.Platform == "b" {
+			assert.Equal(t, "----b", row.Cells[2].Text())
+		}
+	}
+	// The fast table then is at 600 connections, where both have a score.
+	assert.Equal(t, int64(600), r.Fast.Connections)
+}
+
+func TestAfterFailureAndMissing(t *testing.T) {
+	var docs []*results.Document
+	for run := 1; run <= 2; run++ {
+		docs = append(docs, doc("a", 300, run, 100, ""), doc("a", 600, run, 0, results.FailTimeout),
+			doc("b", 300, run, 90, ""), doc("b", 900, run, 80, ""))
+	}
+	r, err := Build(docs, Options{Discard: 1, Best: 1, Of: 1})
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, row := range r.Scale.Rows {
+		s := ""
+		for _, c := range row.Cells {
+			s += "|" + c.Text()
+		}
+		got[row.Platform] = s
+	}
+	assert.Equal(t, "|100|----a|----", got["a"])
+	assert.Equal(t, "|90||80", got["b"])
+}
+
+func TestGainPerProcessor(t *testing.T) {
+	// JavaWorld 1998, SunSoft JDK 1.2 Dev 3 Intel: 902, 1648 (83%), 2208 (34%), 2645 (20%).
+	// Microsoft SDK 3.0 P1: 1384, 1827 (32%), 2142 (17%), 2165 (1%).
+	for _, c := range []struct {
+		a, b int64
+		n    int
+		want string
+	}{
+		{902, 1648, 1, "83"}, {1648, 2208, 1, "34"}, {2208, 2645, 1, "20"},
+		{1384, 1827, 1, "32"}, {1827, 2142, 1, "17"}, {2142, 2165, 1, "1"},
+		{1000, 4000, 2, "100"}, // 1 → 3 processors: ×4 is ×2 per added processor
+	} {
+		assert.Equal(t, c.want, strconv.FormatFloat(gainPercent(c.a, c.b, c.n), 'f', 0, 64), "%d→%d", c.a, c.b)
+	}
+
+	var docs []*results.Document
+	for _, cpus := range []int{1, 2, 4} {
+		for run := 1; run <= 2; run++ {
+			d := doc("p", 1000, run, map[int]int64{1: 902, 2: 1648, 4: 2645}[cpus], "")
+			d.Config.ServerCPUs = cpus
+			d.RunID += "-" + strconv.Itoa(cpus)
+			docs = append(docs, d)
+		}
+	}
+	r, err := Build(docs, Options{Discard: 1, Best: 1, Of: 1})
+	require.NoError(t, err)
+	require.NotNil(t, r.Processors)
+	assert.Equal(t, []int{1, 2, 4}, r.Processors.Columns)
+	var texts []string
+	for _, pc := range r.Processors.Rows[0].Cells {
+		texts = append(texts, pc.Text())
+	}
+	assert.Equal(t, []string{"902", "1648 (83%)", "2645 (27%)"}, texts)
+	// The main tables use the most processors.
+	assert.Equal(t, int64(2645), r.Fast.Rows[0].Cell.Score)
+}
+
+func TestCompareSignificance(t *testing.T) {
+	var docs []*results.Document
+	for run := 1; run <= 9; run++ {
+		docs = append(docs, doc("fast", 1000, run, int64(2000+run), ""), doc("slow", 1000, run, int64(1000+run), ""),
+			doc("same", 1000, run, int64(2000+run), ""))
+	}
+	for _, c := range []struct {
+		a, b  string
+		delta string
+		best  string
+	}{
+		{"fast", "slow", "-49.86%", "A"},
+		{"slow", "fast", "+99.45%", "B"},
+		{"fast", "same", "~", ""},
+	} {
+		r, err := Build(docs, Options{Discard: 1, Best: 2, Of: 3, Compare: [2]string{c.a, c.b}})
+		require.NoError(t, err)
+		row := r.Compare.Rows[0]
+		assert.Equal(t, "score", row.Metric)
+		assert.Equal(t, 8, row.NA)
+		assert.Equal(t, c.delta, row.Delta, "%s vs %s", c.a, c.b)
+		assert.Equal(t, c.best, row.Better)
+	}
+	// Three runs a side can never be significant at 0.05.
+	r, err := Build(docs, Options{Discard: 6, Best: 2, Of: 3, Compare: [2]string{"fast", "slow"}})
+	require.NoError(t, err)
+	assert.Equal(t, "~", r.Compare.Rows[0].Delta)
+	assert.NotEmpty(t, r.Compare.Warnings)
+
+	_, err = Build(docs, Options{Compare: [2]string{"fast", "nosuch"}})
+	var ce *CompareError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "nosuch", ce.Name)
+}
+
+func TestClientBound(t *testing.T) {
+	d := doc("p", 1000, 2, 1000, "")
+	d.Environment.CPUs = 2
+	assert.False(t, clientBound(d), "nothing known")
+	d.Client = results.Usage{CPUUserSeconds: 12, CPUSystemSeconds: 6.1} // 181% of 2 CPUs over 10 s
+	assert.True(t, clientBound(d), "client saturated its processors")
+	d.Client = results.Usage{CPUUserSeconds: 5, CPUPerMessageMicros: 9}
+	d.Server = &results.ServerUsage{CPUPercent: 80, CPUPerMessageMicros: 8, GOMAXPROCS: 2}
+	assert.True(t, clientBound(d), "client as costly per message as an idle server")
+	d.Server.CPUPercent = 185
+	assert.False(t, clientBound(d), "the server was saturated: it is the bottleneck")
+	d.Server.CPUPercent, d.Client.CPUPerMessageMicros = 80, 4
+	assert.False(t, clientBound(d))
+}
+
+func TestLetters(t *testing.T) {
+	assert.Equal(t, "a", letter(0))
+	assert.Equal(t, "z", letter(25))
+	assert.Equal(t, "aa", letter(26))
+	assert.Equal(t, "ab", letter(27))
+}
+
+func TestBuildErrors(t *testing.T) {
+	_, err := Build(nil, DefaultOptions())
+	assert.ErrorIs(t, err, ErrNoDocuments)
+	_, err = Build([]*results.Document{nil}, DefaultOptions())
+	assert.ErrorIs(t, err, ErrNoDocuments)
+	for _, o := range []Options{{Best: 3, Of: 2}, {Best: -1}, {By: "colour"}, {Compare: [2]string{"a", ""}}} {
+		assert.Error(t, o.Check(), "%+v", o)
+	}
+	r, err := Build([]*results.Document{doc("p", 1000, 1, 5, "")}, DefaultOptions())
+	require.NoError(t, err)
+	assert.Contains(t, r.Warnings[0], "all 1 run discarded")
+	assert.Error(t, r.Render(&bytes.Buffer{}, "pdf"))
+}
+
+// TestOddDocuments: documents with missing or odd parts render in every
+// format without a panic.
+func TestOddDocuments(t *testing.T) {
+	empty := &results.Document{Schema: 1, RunID: "x"}
+	paced := &results.Document{Schema: 1, RunID: "y", Label: "p", Paced: &results.Paced{Broken: true}}
+	churn := &results.Document{Schema: 1, RunID: "z", Label: "c", Config: results.Config{Scenario: results.ScenarioChurn},
+		Churn: &results.Churn{}, Interrupted: true}
+	badHist := doc("h", 300, 2, 10, "")
+	badHist.Latency = map[string]*results.Histogram{results.LatencyDelivery: {HDR: "not base64!", Count: 3, P50: 1, P99: 2, P999: 3, Max: 4}}
+	noFailure := doc("n", 300, 2, 0, "")
+	noFailure.Failures = nil
+	sharded := doc("s", 600, 2, 10, "")
+	sharded.Shard = &results.Shard{Index: 0, Count: 2}
+	docs := []*results.Document{empty, paced, churn, badHist, noFailure, sharded, doc("h", 600, 2, 20, "")}
+	for _, by := range []string{ByLabel, ByServer, ByCPUs} {
+		r, err := Build(docs, Options{Discard: 0, By: by, Compare: [2]string{"h", "n"}})
+		if by != ByLabel {
+			r, err = Build(docs, Options{Discard: 0, By: by})
+		}
+		require.NoError(t, err)
+		for _, f := range Formats {
+			var b bytes.Buffer
+			require.NoError(t, r.Render(&b, f), f)
+			assert.NotEmpty(t, b.Bytes())
+		}
+	}
+}
