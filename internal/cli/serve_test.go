@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestServeStartsAndStops(t *testing.T) {
+	rooms := filepath.Join(t.TempDir(), "rooms.txt")
+	require.NoError(t, os.WriteFile(rooms, []byte("# permanent rooms\nLobby\n\n  Games  \n"), 0o644))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"serve", "-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+			"--rooms-file", rooms, "--room", "Extra", "--log-level", "debug"}, nil, &out, &errb)
+	}()
+	var chatAddr string
+	require.Eventually(t, func() bool {
+		line := out.String()
+		if !strings.HasPrefix(line, ServeReadyPrefix) {
+			return false
+		}
+		for _, f := range strings.Fields(line) {
+			if a, ok := strings.CutPrefix(f, "chat="); ok {
+				chatAddr = a
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, out.String(), "metrics=127.0.0.1:")
+	assert.Contains(t, out.String(), "ws= ")
+	nc, err := net.Dial("tcp", chatAddr)
+	require.NoError(t, err)
+	defer nc.Close()
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, errb.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10 s of the signal")
+	}
+	assert.Contains(t, errb.String(), "rooms=3")
+	// the open connection was closed by the server
+	_ = nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err = nc.Read(make([]byte, 1))
+	assert.Error(t, err)
+}
+
+func TestServeBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"serve", "--log-level", "loud"}, 2, "--log-level"},
+		{[]string{"serve", "--room-limit", "0"}, 2, "--room-limit must be positive"},
+		{[]string{"serve", "--room-limit", "many"}, 2, "invalid argument"},
+		{[]string{"serve", "--idle-timeout", "5"}, 2, "missing unit"},
+		{[]string{"serve", "--bogus"}, 2, "unknown flag"},
+		{[]string{"serve", "extra"}, 2, "unknown command"},
+		{[]string{"serve", "--rooms-file", "/nonexistent/rooms.txt"}, 1, "/nonexistent/rooms.txt"},
+		{[]string{"serve", "--room", "A", "--room", "A", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, 2, `"A" is given twice`},
+		{[]string{"serve", "--listen", "", "--metrics-listen", ""}, 2, "nothing to serve"},
+	} {
+		code, _, errOut := run(t, tc.args...)
+		assert.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)
+		assert.Contains(t, errOut, tc.msg, "%v", tc.args)
+	}
+}
