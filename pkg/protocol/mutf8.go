@@ -142,42 +142,50 @@ func isASCII(s string) bool {
 	return true
 }
 
-// appendEncoded appends the modified UTF-8 form of s to dst. A Go string
-// holding bytes that are neither UTF-8 nor a 3-byte surrogate form is not
-// encodable (ErrMalformedString).
+// appendEncoded appends the modified UTF-8 form of s to dst. Runs of bytes
+// that are the same in both forms (everything but NUL and 4-byte
+// characters) are copied at once. A Go string holding bytes that are neither
+// UTF-8 nor a 3-byte surrogate form is not encodable (ErrMalformedString).
 func appendEncoded(dst []byte, s string) ([]byte, error) {
-	for i := 0; i < len(s); {
+	run := 0 // start of the pending run of bytes copied as they are
+	i := 0
+	for i < len(s) {
 		c := s[i]
-		if c < 0x80 {
-			if c == 0 {
-				dst = append(dst, 0xC0, 0x80)
-			} else {
-				dst = append(dst, c)
-			}
+		switch {
+		case c >= 0x01 && c < 0x80:
 			i++
 			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			// A surrogate kept in its 3-byte form (see DecodeString)?
-			if c == 0xED && i+2 < len(s) && s[i+1] >= 0xA0 && s[i+1] <= 0xBF && s[i+2]&0xC0 == 0x80 {
-				dst = append(dst, s[i:i+3]...)
+		case c >= 0xC2 && c <= 0xDF:
+			if i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+				i += 2
+				continue
+			}
+		case c >= 0xE0 && c <= 0xEF:
+			// E0 needs A0..BF after it (no overlong form); ED A0..BF is
+			// a surrogate kept in its 3-byte form (see DecodeString) and
+			// is copied like the rest.
+			if i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 && (c != 0xE0 || s[i+1] >= 0xA0) {
 				i += 3
 				continue
 			}
-			return dst, ErrMalformedString
+		}
+		dst = append(dst, s[run:i]...)
+		switch r, size := utf8.DecodeRuneInString(s[i:]); {
+		case c == 0:
+			dst = append(dst, 0xC0, 0x80)
+			i++
 		case r >= 0x10000:
 			hi, lo := utf16.EncodeRune(r)
 			dst = append(dst,
 				0xE0|byte(hi>>12), 0x80|byte(hi>>6)&0x3F, 0x80|byte(hi)&0x3F,
 				0xE0|byte(lo>>12), 0x80|byte(lo>>6)&0x3F, 0x80|byte(lo)&0x3F)
+			i += size
 		default:
-			dst = append(dst, s[i:i+size]...)
+			return dst, ErrMalformedString
 		}
-		i += size
+		run = i
 	}
-	return dst, nil
+	return append(dst, s[run:]...), nil
 }
 
 // EncodeString converts a Go string to modified UTF-8 (without the length
