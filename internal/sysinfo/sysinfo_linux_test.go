@@ -1,6 +1,7 @@
 package sysinfo
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -144,4 +145,43 @@ func TestRaiseOpenFilesLimit(t *testing.T) {
 	assert.Equal(t, hard, soft)
 	env := Collect()
 	assert.Equal(t, int64(soft), env.OpenFilesSoft)
+}
+
+// TestGoRaisesOpenFilesAtStart checks what RaiseOpenFilesLimit's comment
+// says: a Go program started with a low soft limit runs with the hard one
+// less one, and RaiseOpenFilesLimit makes it the hard one. It starts this
+// test binary under `ulimit -Sn 256`.
+func TestGoRaisesOpenFilesAtStart(t *testing.T) {
+	if os.Getenv("SYSINFO_HELPER") == "1" {
+		env := Collect()
+		soft, hard, err := RaiseOpenFilesLimit()
+		child, _ := exec.Command("sh", "-c", "ulimit -Sn").Output()
+		fmt.Printf("%d %d %d %d %v %s\n", env.OpenFilesSoft, env.OpenFilesHard, soft, hard, err, child)
+		return
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	cmd := exec.Command(sh, "-c", `ulimit -Sn 256 && ulimit -Sn && exec "$0" -test.run='^TestGoRaisesOpenFilesAtStart$'`, os.Args[0])
+	cmd.Env = append(os.Environ(), "SYSINFO_HELPER=1")
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s", out)
+	f := strings.Fields(string(out))
+	require.GreaterOrEqual(t, len(f), 7, "%s", out)
+	n := func(i int) int64 {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		require.NoError(t, err, "%s", out)
+		return v
+	}
+	require.Equal(t, int64(256), n(0), "the shell lowered its soft limit")
+	hard := n(2)
+	if hard <= 257 {
+		t.Skipf("hard limit %d: nothing to raise", hard)
+	}
+	assert.Equal(t, hard-1, n(1), "Go set soft = hard - 1 at start-up: %s", out)
+	assert.Equal(t, hard, n(3), "RaiseOpenFilesLimit: soft = hard: %s", out)
+	assert.Equal(t, hard, n(4), "%s", out)
+	assert.Equal(t, "<nil>", f[5])
+	assert.Equal(t, hard, n(6), "a child inherits the raised limit: %s", out)
 }

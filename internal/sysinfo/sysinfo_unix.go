@@ -35,10 +35,13 @@ func openFilesLimit() (soft, hard uint64, err error) {
 }
 
 // RaiseOpenFilesLimit raises the soft open-files limit to the hard one and
-// returns both as they are afterwards. Go (1.19 and later) already does so
-// at start-up on Unix, so this usually just reports the limits; it is for
-// processes started with a lowered soft limit after that, and for the record.
-// On macOS the soft limit is capped at the kernel's per-process maximum.
+// returns both as they are afterwards. Go (1.19 and later) already raises it
+// at start-up on Unix, to the hard limit less one (Go 1.22 and later, which
+// use the difference to detect a later prlimit), and restores the original
+// soft limit in the processes it starts. After RaiseOpenFilesLimit the soft
+// limit is the hard one, and child processes (a server started by the
+// client, say) inherit it instead of the original. On macOS the soft limit
+// is capped at the kernel's per-process maximum.
 func RaiseOpenFilesLimit() (soft, hard uint64, err error) {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
