@@ -9,9 +9,12 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 // link is one client connection: a TCP socket, or a WebSocket whose binary
@@ -24,7 +27,28 @@ type link struct {
 	// wmu serialises WebSocket writes (gorilla allows one writer; a paced
 	// user writes from its sender and, for a Ping, from its reader).
 	wmu sync.Mutex
+
+	// Raw mode (TCP, the timed phase of turn-taking): the user's whole
+	// loop runs inside one syscall.RawConn.Read callback, reading the
+	// socket with read(2) itself, so that after a read that drained the
+	// socket it waits for readiness instead of trying (and failing) one
+	// more read: one read(2) per wake-up instead of two.
+	rc      syscall.RawConn
+	raw     bool
+	fd      int
+	mayRead bool
 }
+
+// errWouldBlock is Read's answer in raw mode when the socket has been
+// drained: wait for readiness. It is a timeout for protocol.Reader, which
+// keeps its state and may be called again.
+var errWouldBlock = wouldBlock{}
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "would block" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
 
 // dialer opens links to the server.
 type dialer struct {
@@ -63,11 +87,29 @@ func (d *dialer) dial(ctx context.Context) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &link{nc: nc}, nil
+	l := &link{nc: nc}
+	l.initRaw()
+	return l, nil
+}
+
+// plainLoop is loop through the connection's own Read.
+func (u *user) plainLoop(handle func(protocol.Frame) (bool, error)) error {
+	for {
+		f, err := u.rd.Next()
+		if err != nil {
+			return u.failIO("read", err)
+		}
+		if done, err := handle(f); done || err != nil {
+			return err
+		}
+	}
 }
 
 // Read reads the stream of packets.
 func (l *link) Read(p []byte) (int, error) {
+	if l.raw {
+		return l.rawRead(p)
+	}
 	if l.ws == nil {
 		return l.nc.Read(p)
 	}
@@ -107,6 +149,9 @@ func msgType(mt int) string {
 
 // write sends one packet (WebSocket: one message).
 func (l *link) write(pkt []byte) error {
+	if l.raw {
+		return l.rawWrite(pkt)
+	}
 	if l.ws == nil {
 		_, err := l.nc.Write(pkt)
 		return err

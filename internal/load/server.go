@@ -275,5 +275,3 @@ func defaultServeCommand(ws bool) ([]string, error) {
 	}
 	return argv, nil
 }
-
-

@@ -25,64 +25,51 @@ func (u *user) turns() error {
 			return err
 		}
 	}
-	for {
-		f, err := u.rd.Next()
-		if err != nil {
-			return u.failIO("read", err)
-		}
+	return u.loop(func(f protocol.Frame) (bool, error) {
 		u.seen(f)
 		switch f.ID {
 		case protocol.IDChat:
 			if f.Type == protocol.Confirm {
 				u.confirms++
-				continue
+				return false, nil
 			}
 			v, err := protocol.ParseChat(f.Body)
 			if err != nil {
-				return u.failIO("read", err)
+				return false, u.failIO("read", err)
 			}
 			if f.Type != protocol.Indication || v.RoomID != 0 {
-				return u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
+				return false, u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
 			}
 			now := nanotime()
-			if !u.acceptTurn(v.UserName, n, now) {
-				continue
-			}
-			if u.seq%n != myTurn || u.exited {
-				continue
+			if !u.acceptTurn(v.UserName, n, now) || u.seq%n != myTurn || u.exited {
+				return false, nil
 			}
 			switch {
 			case count > 0 && u.sent < count && !rs.stopping.Load():
-				err = u.sendChat()
+				return false, u.sendChat()
 			case count == 0 && !(u.num == 1 && rs.stopping.Load()):
-				err = u.sendChat()
+				return false, u.sendChat()
 			case u.num == 1:
-				err = u.sendExit()
-			}
-			if err != nil {
-				return err
+				return false, u.sendExit()
 			}
 		case protocol.IDExitRoom:
 			if f.Type != protocol.Indication {
-				continue
+				return false, nil
 			}
 			u.exits++
 			if u.num > 1 && u.exits == u.num-1 && !u.exited {
-				if err := u.sendExit(); err != nil {
-					return err
-				}
+				return false, u.sendExit()
 			}
 		case protocol.IDRoomList:
 			if f.Type == protocol.Confirm && u.exited {
 				u.done.Store(true)
-				return nil
+				return true, nil
 			}
 		default:
-			if err := u.other(f); err != nil {
-				return err
-			}
+			return false, u.other(f)
 		}
-	}
+		return false, nil
+	})
 }
 
 // other handles packets that are neither chat nor the end of the room.

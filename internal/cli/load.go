@@ -1,0 +1,295 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/volanogo/volanogo/internal/load"
+)
+
+func init() { register(newLoadCmd) }
+
+// runLoad is the engine; tests replace it.
+var runLoad = load.Run
+
+// markInt is an integer option of Mark's: a bad value is kept and refused
+// after parsing with Mark's message ("-rooms: value is not an integer
+// (abc)") so that it exits 2 with the usage.
+type markInt struct {
+	v   int
+	bad string
+	set bool
+}
+
+func (m *markInt) String() string { return strconv.Itoa(m.v) }
+func (m *markInt) Type() string   { return "int" }
+func (m *markInt) Set(s string) error {
+	m.set = true
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		m.bad = s
+		return nil
+	}
+	m.v, m.bad = v, ""
+	return nil
+}
+
+// roomsValue is -rooms: one number, or a list of steps "15,30,45".
+type roomsValue struct {
+	steps []int
+	bad   string
+}
+
+func (r *roomsValue) String() string {
+	s := make([]string, len(r.steps))
+	for i, v := range r.steps {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+func (r *roomsValue) Type() string { return "int[,int...]" }
+func (r *roomsValue) Set(s string) error {
+	var steps []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			r.bad = s
+			return nil
+		}
+		steps = append(steps, v)
+	}
+	r.steps, r.bad = steps, ""
+	return nil
+}
+
+// pauseValue is -pause: a whole number of seconds as in Mark, or a Go
+// duration ("250ms").
+type pauseValue struct {
+	d   time.Duration
+	bad string
+}
+
+func (p *pauseValue) String() string {
+	if p.d%time.Second == 0 {
+		return strconv.FormatInt(int64(p.d/time.Second), 10)
+	}
+	return p.d.String()
+}
+func (p *pauseValue) Type() string { return "seconds|duration" }
+func (p *pauseValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if v, err := strconv.Atoi(s); err == nil {
+		p.d, p.bad = time.Duration(v)*time.Second, ""
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		p.bad = s
+		return nil
+	}
+	p.d, p.bad = d, ""
+	return nil
+}
+
+type loadOptions struct {
+	host                      string
+	port, start, users, count markInt
+	rooms                     roomsValue
+	pause                     pauseValue
+	file                      string
+	markRun                   bool
+	transport, url, output    string
+	label                     string
+	duration, stall, slo      time.Duration
+	connectRate               float64
+	connectConcurrency        int
+	bind                      []string
+	serverMetrics             string
+	serve                     bool
+	serverCmd                 string
+	runs, discard             int
+	quiet, progress           bool
+	cpuprofile                string
+	seed                      int64
+}
+
+func newLoadCmd(io *IO) *cobra.Command {
+	o := &loadOptions{}
+	o.port.v, o.start.v, o.users.v, o.count.v = load.DefaultPort, load.DefaultStart, load.DefaultUsers, load.DefaultCount
+	o.rooms.steps = []int{load.DefaultRooms}
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Run the VolanoMark client swarm against a chat server and print the score",
+		Long: `Run VolanoMark's client (java COM.volano.Mark), wire-compatible: rooms of
+users who take turns broadcasting a chat, timed from the first message to the
+last user's exit, with Mark's result lines byte for byte and its score
+("Average throughput"). Mark's options work as Mark spells them, with one
+dash (-rooms 105), and GNU-style with two.
+
+Beyond Mark: rooms connect in parallel; nothing hangs (a room without progress
+for --stall-timeout fails the run, naming the room and the user); every
+receiver checks that each message arrives exactly once and in turn; latency
+percentiles; client and server CPU per message; a JSON result document per run
+(-o) for 'volanogo report'. With -pause the users send on a schedule whatever
+the replies (open loop). --serve starts a fresh 'volanogo serve' per run and
+applies the Volano Report's run rules (4 runs, the first discarded, the score
+is the average of the best 2 of the next 3).
+
+Exit status: 0 passed, 1 the run failed, 2 usage.`,
+		Example: `  # Mark's benchmark against a server on localhost:8000
+  volanogo load -count 100
+
+  # One command: a fresh server per run, the run rules, the score
+  volanogo load --serve -count 100
+
+  # The steps of a scalability test, each run's document in results/
+  volanogo load -rooms 15,30,45 -o results/
+
+  # Open loop: 2 users per room, one message per user per second, 60 s
+  volanogo load -rooms 500 -users 2 -pause 1s -count 0 --duration 60s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return loadRun(cmd, io, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.host, "host", load.DefaultHost, "server host")
+	f.Var(&o.port, "port", "server port")
+	f.Var(&o.start, "start", "first room number (rooms are Room<start>...)")
+	f.Var(&o.rooms, "rooms", "number of rooms; a list (15,30,45) runs the steps of a scalability test")
+	f.Var(&o.users, "users", "users per room (at least 2)")
+	f.Var(&o.count, "count", "messages each user sends (0: no limit, give --duration)")
+	f.Var(&o.pause, "pause", "pause between a user's messages: seconds, or a duration such as 250ms (0: turn-taking)")
+	f.StringVar(&o.file, "file", load.DefaultFile, "text log of the results, with the environment (empty: none)")
+	f.BoolVar(&o.markRun, "run", false, "accepted for Mark's compatibility")
+	_ = f.MarkHidden("run")
+	f.StringVar(&o.transport, "transport", load.TransportTCP, "tcp, or ws (WebSocket, with --url)")
+	f.StringVar(&o.url, "url", "", "WebSocket URL of the server (ws://host:port/chat)")
+	f.StringVarP(&o.output, "output", "o", "", "result document: a file, or a directory for one file per run")
+	f.StringVar(&o.label, "label", "", "platform name for 'volanogo report' (default: the server)")
+	f.DurationVar(&o.duration, "duration", 0, "end the run after this long (with -count 0 or -pause)")
+	f.Float64Var(&o.connectRate, "connect-rate", 0, "new connections per second (0: unlimited)")
+	f.IntVar(&o.connectConcurrency, "connect-concurrency", load.DefaultConnectConcurrency, "rooms connecting at once (the users of a room connect in order)")
+	f.DurationVar(&o.stall, "stall-timeout", load.DefaultStallTimeout, "fail a room that makes no progress for this long; bounds each wait of the set-up")
+	f.StringSliceVar(&o.bind, "bind", nil, "source addresses, round-robin: a list, range (127.0.0.1-127.0.0.9) or prefix (127.0.1.0/24)")
+	f.DurationVar(&o.slo, "slo", load.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
+	f.StringVar(&o.serverMetrics, "server-metrics", "", "Prometheus URL of the server, for its CPU and memory")
+	f.BoolVar(&o.serve, "serve", false, "start a fresh 'volanogo serve' on a free loopback port for each run")
+	f.StringVar(&o.serverCmd, "server-cmd", "", "start this server command for each run; {port} is replaced by a free port")
+	f.IntVar(&o.runs, "runs", 0, "runs per step (default 1; 4 with --serve or --server-cmd)")
+	f.IntVar(&o.discard, "discard", load.DefaultDiscard, "runs not counted at the start of each step")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
+	f.BoolVar(&o.progress, "progress", false, "progress on stderr even when it is not a terminal")
+	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the client to this file")
+	_ = f.MarkHidden("cpuprofile")
+	f.Int64Var(&o.seed, "seed", 0, "seed of the paced users' random offsets (0: from the clock)")
+	_ = f.MarkHidden("seed")
+	return cmd
+}
+
+// config checks the options and makes the engine's configuration.
+func (o *loadOptions) config() (load.Config, error) {
+	usage := func(format string, args ...any) error { return &UsageError{Err: fmt.Errorf(format, args...)} }
+	for _, m := range []struct {
+		name string
+		v    *markInt
+	}{{"port", &o.port}, {"start", &o.start}, {"users", &o.users}, {"count", &o.count}} {
+		if m.v.bad != "" {
+			return load.Config{}, usage("-%s: value is not an integer (%s)", m.name, m.v.bad)
+		}
+	}
+	if o.rooms.bad != "" {
+		return load.Config{}, usage("-rooms: value is not an integer (%s)", o.rooms.bad)
+	}
+	if o.pause.bad != "" {
+		return load.Config{}, usage("-pause: value is not an integer or a duration (%s)", o.pause.bad)
+	}
+	if o.users.v < 2 {
+		return load.Config{}, usage("-users: value must be at least 2 (%d)", o.users.v)
+	}
+	if o.start.v < 0 {
+		return load.Config{}, usage("-start: value must not be negative (%d)", o.start.v)
+	}
+	if o.runs < 0 {
+		return load.Config{}, usage("--runs: must not be negative (%d)", o.runs)
+	}
+	if o.discard < 0 {
+		return load.Config{}, usage("--discard: must not be negative (%d)", o.discard)
+	}
+	return load.Config{
+		Host:               o.host,
+		Port:               o.port.v,
+		Transport:          o.transport,
+		URL:                o.url,
+		Start:              o.start.v,
+		Steps:              o.rooms.steps,
+		Users:              o.users.v,
+		Count:              o.count.v,
+		Pause:              o.pause.d,
+		Duration:           o.duration,
+		ConnectRate:        o.connectRate,
+		ConnectConcurrency: o.connectConcurrency,
+		StallTimeout:       o.stall,
+		Bind:               o.bind,
+		SLO:                o.slo,
+		ServerMetrics:      o.serverMetrics,
+		Serve:              o.serve,
+		ServerCmd:          o.serverCmd,
+		Runs:               o.runs,
+		Discard:            o.discard,
+		File:               o.file,
+		Output:             o.output,
+		Label:              o.label,
+		CPUProfile:         o.cpuprofile,
+		Seed:               o.seed,
+	}, nil
+}
+
+func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	cfg.CommandLine = commandLine(cmd)
+	if !o.quiet && (o.progress || isTerminal(io.Err)) {
+		cfg.Progress = io.Err
+	}
+	_, err = runLoad(cmd.Context(), cfg, io.Out)
+	switch {
+	case err == nil:
+		return nil
+	case load.IsUsage(err):
+		return &UsageError{Err: err}
+	case errors.Is(err, load.ErrFailed), errors.Is(err, load.ErrInterrupted):
+		return &ExitError{Code: 1}
+	}
+	return err
+}
+
+// commandLine is the client's argv for the result document: the process's
+// own when it runs `load`, else rebuilt from the flags set.
+func commandLine(cmd *cobra.Command) []string {
+	if len(os.Args) > 1 && os.Args[1] == "load" {
+		return append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...)
+	}
+	argv := []string{"volanogo", "load"}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		argv = append(argv, "--"+f.Name+"="+f.Value.String())
+	})
+	return argv
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

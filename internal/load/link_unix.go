@@ -1,0 +1,93 @@
+//go:build unix
+
+package load
+
+import (
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+func (l *link) initRaw() {
+	if sc, ok := l.nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			l.rc = rc
+		}
+	}
+}
+
+func (l *link) rawRead(p []byte) (int, error) {
+	if !l.mayRead {
+		return 0, errWouldBlock
+	}
+	for {
+		n, err := syscall.Read(l.fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			l.mayRead = false
+			return 0, errWouldBlock
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0:
+			return 0, io.EOF
+		}
+		// A read that filled p may have left bytes behind, which no new
+		// readiness event would announce.
+		l.mayRead = n == len(p)
+		return n, nil
+	}
+}
+
+// rawWrite writes in raw mode: the read callback holds a reference to the
+// descriptor, and a non-blocking write of one small packet normally
+// completes; if not, the rest goes through the poller.
+func (l *link) rawWrite(pkt []byte) error {
+	n, err := syscall.Write(l.fd, pkt)
+	if err == nil && n == len(pkt) {
+		return nil
+	}
+	if err != nil && err != syscall.EAGAIN && err != syscall.EINTR {
+		return os.NewSyscallError("write", err)
+	}
+	_, err = l.nc.Write(pkt[max(n, 0):])
+	return err
+}
+
+// loop calls handle with every packet until it says the user is done or
+// fails, or the stream ends. Over TCP it runs in raw mode (see link).
+func (u *user) loop(handle func(protocol.Frame) (bool, error)) error {
+	l := u.l
+	if l.rc == nil {
+		return u.plainLoop(handle)
+	}
+	var result error
+	err := l.rc.Read(func(fd uintptr) bool {
+		l.fd, l.raw, l.mayRead = int(fd), true, true
+		for {
+			if !l.mayRead && u.rd.Buffered() == 0 {
+				return false // drained: wait for readiness (no read, no error)
+			}
+			f, err := u.rd.Next()
+			if err == errWouldBlock {
+				return false
+			}
+			if err != nil {
+				result = u.failIO("read", err)
+				return true
+			}
+			if done, err := handle(f); done || err != nil {
+				result = err
+				return true
+			}
+		}
+	})
+	l.raw = false
+	if result == nil && err != nil {
+		result = u.failIO("read", err)
+	}
+	return result
+}
