@@ -3,9 +3,12 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -258,4 +261,88 @@ func TestOddDocuments(t *testing.T) {
 			assert.NotEmpty(t, b.Bytes())
 		}
 	}
+}
+
+func TestWideScaleSplits(t *testing.T) {
+	var docs []*results.Document
+	for i := 1; i <= 18; i++ {
+		docs = append(docs, doc("a platform with a rather long label", i*300, 1, int64(100000-i), ""))
+	}
+	r, err := Build(docs, Options{Discard: 0, Best: 1, Of: 1})
+	require.NoError(t, err)
+	require.Len(t, r.Scale.Columns, 18)
+	text := string(render(t, r, "text"))
+	for _, line := range strings.Split(text, "\n") {
+		assert.LessOrEqual(t, utf8.RuneCountInString(line), textWidth, line)
+	}
+	assert.Contains(t, text, "5400")
+	assert.GreaterOrEqual(t, strings.Count(text, "a platform with a rather long label"), 3, "the table is split, the platform repeated")
+}
+
+// TestRandomDocuments: Build and every renderer survive documents with
+// arbitrary values.
+func TestRandomDocuments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	pick := func(xs ...int64) int64 { return xs[rng.IntN(len(xs))] }
+	for iter := 0; iter < 30; iter++ {
+		var docs []*results.Document
+		for i := 0; i < 1+rng.IntN(12); i++ {
+			d := &results.Document{
+				Schema: 1, RunID: strconv.Itoa(rng.IntN(4)), Label: []string{"", "a", "b", "<x>&\"|`*"}[rng.IntN(4)],
+				Run: rng.IntN(3) - 1, Discarded: rng.IntN(4) == 0, Passed: rng.IntN(3) > 0, Interrupted: rng.IntN(9) == 0,
+				Score:          pick(0, 1, -5, 1<<62, 123456),
+				ElapsedSeconds: float64(pick(0, -1, 10, 1e9)),
+				Config: results.Config{Scenario: []string{"", "turns", "paced", "churn", "??"}[rng.IntN(5)],
+					Rooms: int(pick(0, 1, 50, -3)), Users: int(pick(0, 20, 1<<20)), ServerCPUs: int(pick(0, 1, 2, 64))},
+				Connections: results.Connections{Peak: pick(0, 5, -1), Established: pick(0, 7)},
+			}
+			if rng.IntN(2) == 0 {
+				d.Shard = &results.Shard{Index: rng.IntN(3), Count: 1 + rng.IntN(3)}
+			}
+			if rng.IntN(2) == 0 {
+				d.Paced = &results.Paced{ConcurrentUsers: pick(0, 10, -2), Broken: rng.IntN(2) == 0, InPerSecond: 3}
+			}
+			if rng.IntN(2) == 0 {
+				d.Server = &results.ServerUsage{CPUPercent: float64(pick(0, 50, 500)), CPUPerMessageMicros: 3, GOMAXPROCS: int(pick(0, 2))}
+				d.Client = results.Usage{CPUUserSeconds: 9, CPUPerMessageMicros: float64(pick(0, 3, 9))}
+			}
+			if rng.IntN(3) == 0 {
+				d.Failures = []results.Failure{{Kind: "", Count: -1}, {Kind: results.FailStall, Example: "x", At: t0}}
+			}
+			if rng.IntN(3) == 0 {
+				d.Latency = map[string]*results.Histogram{results.LatencyDelivery: {Count: 5, HDR: "HISTFAAAAB"}, "": nil}
+			}
+			docs = append(docs, d)
+		}
+		opt := Options{Discard: rng.IntN(3), Best: 1 + rng.IntN(2), Of: 3, By: []string{ByLabel, ByServer, ByCPUs}[rng.IntN(3)]}
+		r, err := Build(docs, opt)
+		if err != nil {
+			continue
+		}
+		for _, f := range Formats {
+			var b bytes.Buffer
+			require.NoError(t, r.Render(&b, f))
+		}
+	}
+}
+
+func ExampleBuild() {
+	var docs []*results.Document
+	for run, score := range []int64{1790, 1897, 1900, 1893} {
+		docs = append(docs, &results.Document{
+			Schema: results.SchemaVersion, RunID: strconv.Itoa(run), Label: "go1.26-linux", Run: run + 1,
+			Config: results.Config{Scenario: results.ScenarioTurns, Rooms: 50, Users: 20},
+			Passed: true, Score: score,
+		})
+	}
+	r, err := Build(docs, DefaultOptions())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c := r.Fast.Rows[0].Cell
+	fmt.Printf("%s at %d connections: %s → %s (median %.0f, spread %s)\n",
+		r.Fast.Rows[0].Platform, r.Fast.Connections, c.ResultsText(), c.Text(), c.Median, c.SpreadText())
+	// Output:
+	// go1.26-linux at 1000 connections: 1897, 1900, 1893 → 1899 (median 1897, spread 1893–1900)
 }

@@ -120,7 +120,7 @@ func (r *Report) fastChart() *barChart {
 	scale := niceCeil(float64(top))
 	c := &barChart{Width: 760, Left: 190, PlotW: 500, BarH: 22}
 	for i, row := range t.Rows {
-		b := svgBar{Label: row.Platform, Value: row.Cell.Text(), Y: 10 + float64(i)*(c.BarH+8), Failed: row.Cell.Failed,
+		b := svgBar{Label: ellipsis(row.Platform, 26), Value: row.Cell.Text(), Y: 10 + float64(i)*(c.BarH+8), Failed: row.Cell.Failed,
 			Title: row.Platform + ": " + row.Cell.ResultsText()}
 		if !row.Cell.Failed {
 			b.W = c.PlotW * float64(row.Cell.Score) / scale
@@ -170,7 +170,7 @@ func (r *Report) scaleChart() *lineChart {
 		c.YTicks = append(c.YTicks, svgTick{Pos: yp(v), Label: strconv.FormatFloat(v, 'f', -1, 64)})
 	}
 	for i, row := range t.Rows {
-		s := svgSeries{Name: row.Platform, Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		s := svgSeries{Name: ellipsis(row.Platform, 30), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
 		var line []string
 		flush := func() {
 			if len(line) > 1 {
@@ -266,7 +266,7 @@ func (r *Report) latencyChart() *lineChart {
 		if r.Fast == nil || row.Step != r.Fast.Connections {
 			name += " (" + stepName(row.Kind, row.Step) + ")"
 		}
-		s := svgSeries{Name: name, Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		s := svgSeries{Name: ellipsis(name, 30), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
 		var pts []string
 		for j, v := range []int64{row.P50, row.P99, row.P999, row.Max} {
 			if v <= 0 {
@@ -313,4 +313,13 @@ func (r *Report) renderHTML(w io.Writer) error {
 		}
 	}
 	return htmlTemplate.Execute(w, d)
+}
+
+// ellipsis shortens s to n runes for a chart label.
+func ellipsis(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

@@ -63,7 +63,7 @@ const (
 	fastIntro  = "Scores are messages per second (sent + received, over the timed phase). Bigger is faster."
 	scaleIntro = "Scores by concurrent connections (rooms × users). Limit: the most connections any run held."
 	clientNote = "* client-bound: the client used 90% of its processors, or as much CPU per message as an unsaturated server; the score measures the client as much as the server."
-	latIntro   = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs."
+	latIntro   = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs; for paced steps from the scheduled send, so that a server that falls behind is not flattered (coordinated omission)."
 	capIntro   = "Paced (open-loop) steps: each user sends at a fixed pause. A step breaks when connections are refused or dropped, messages are lost, or p99 exceeds the SLO."
 	procIntro  = "Score at each server processor count; in parentheses the gain per added processor over the next lower count."
 )

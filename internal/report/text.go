@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -33,6 +34,24 @@ func pad(s string, n int, left bool) string {
 	return s
 }
 
+// width is the width of t printed in one block.
+func (t *table) width() int {
+	w := 0
+	for i, h := range t.head {
+		cw := width(h)
+		for _, r := range t.rows {
+			if i < len(r) {
+				cw = max(cw, width(r[i]))
+			}
+		}
+		if i > 0 {
+			w += 2
+		}
+		w += cw
+	}
+	return w
+}
+
 // write prints t, split into several blocks of columns when it is wider
 // than textWidth.
 func (t *table) write(w io.Writer) {
@@ -46,20 +65,20 @@ func (t *table) write(w io.Writer) {
 			ws[i] = max(ws[i], width(r[i]))
 		}
 	}
-	keepW := 0
+	keepW := -2 // the kept columns and the separators after them
 	for i := 0; i < t.keep; i++ {
-		keepW += ws[i] + 2
+		keepW += 2 + ws[i]
 	}
 	var blocks [][]int
 	var cur []int
 	curW := keepW
 	for i := t.keep; i < n; i++ {
-		if len(cur) > 0 && curW+ws[i]+2 > textWidth {
+		if len(cur) > 0 && curW+2+ws[i] > textWidth {
 			blocks = append(blocks, cur)
 			cur, curW = nil, keepW
 		}
 		cur = append(cur, i)
-		curW += ws[i] + 2
+		curW += 2 + ws[i]
 	}
 	if len(cur) > 0 || len(blocks) == 0 {
 		blocks = append(blocks, cur)
@@ -145,8 +164,8 @@ func bar(v, top int64, n int) string {
 	if top <= 0 || v <= 0 {
 		return ""
 	}
-	k := int((v*int64(n) + top/2) / top)
-	return strings.Repeat("#", max(k, 1))
+	k := int(math.Round(float64(v) / float64(top) * float64(n)))
+	return strings.Repeat("#", min(max(k, 1), n))
 }
 
 func (r *Report) renderText(w io.Writer) error {
@@ -162,7 +181,7 @@ func (r *Report) renderText(w io.Writer) error {
 		for _, row := range t.Rows {
 			top = max(top, row.Cell.Score)
 		}
-		tb := &table{head: []string{"Platform", "Results", "Score", "Median", "Spread", ""},
+		tb := &table{head: []string{"Platform", "Results", "Score", "Median", "Spread"},
 			left: map[int]bool{0: true, 1: true, 5: true}, keep: 1}
 		for _, row := range t.Rows {
 			c := row.Cell
@@ -170,7 +189,14 @@ func (r *Report) renderText(w io.Writer) error {
 			if !c.Failed {
 				med = strconv.FormatFloat(c.Median, 'f', -1, 64)
 			}
-			tb.rows = append(tb.rows, []string{row.Platform, c.ResultsText(), c.Text(), med, c.SpreadText(), bar(c.Score, top, 24)})
+			tb.rows = append(tb.rows, []string{row.Platform, c.ResultsText(), c.Text(), med, c.SpreadText()})
+		}
+		// A bar in what is left of the line, if enough is.
+		if n := min(24, textWidth-tb.width()-2); n >= 8 {
+			tb.head = append(tb.head, "")
+			for i, row := range t.Rows {
+				tb.rows[i] = append(tb.rows[i], bar(row.Cell.Score, top, n))
+			}
 		}
 		tb.write(w)
 	}
