@@ -2,8 +2,13 @@ package server
 
 import (
 	"context"
+	"net"
+	"os"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 // BenchmarkMarkServerCPU runs a Mark-like load (turn-taking, loopback)
@@ -36,4 +41,60 @@ func BenchmarkMarkServerCPU(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/float64(msgs), "server-µs/msg")
 	b.ReportMetric(float64(msgs)/wall.Seconds(), "msgs/s")
+}
+
+// BenchmarkServerMemory opens VOLANOGO_BENCH_CONNS connections (default
+// 5,000) in rooms of 20, each past Access and EnterRoom, to a server in a
+// child process, and reports the growth of the server's resident memory
+// per connection, measured after a garbage collection on both sides of
+// the connections. The bound is 8 KB per connection at 19,000:
+//
+//	VOLANOGO_BENCH_CONNS=19000 go test -run '^$' -bench ServerMemory -benchtime 1x ./internal/server
+func BenchmarkServerMemory(b *testing.B) {
+	n := 5000
+	if v, err := strconv.Atoi(os.Getenv("VOLANOGO_BENCH_CONNS")); err == nil && v > 0 {
+		n = v
+	}
+	for range b.N {
+		child := startChild(b, 0)
+		child.gc(b)
+		before := child.rss(b)
+		conns := make([]net.Conn, 0, n)
+		for i := range n {
+			room := "Room" + strconv.Itoa(i/20+1)
+			nc, err := net.DialTimeout("tcp", child.addr, 10*time.Second)
+			if err != nil {
+				b.Fatalf("connection %d: %v", i, err)
+			}
+			conns = append(conns, nc)
+			pb, _ := markAccess(room).AppendPacket(nil)
+			pb, _ = (&protocol.EnterRoom{Type: protocol.Request, Profile: "This is the profile for Mark" + strconv.Itoa(i%20+1) + " in " + room + ".",
+				RoomName: room, UserName: "Mark" + strconv.Itoa(i%20+1)}).AppendPacket(pb)
+			if _, err := nc.Write(pb); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// wait until every connection has its EnterRoom confirm
+		for i, nc := range conns {
+			rd := protocol.NewReader(nc, 0)
+			_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for {
+				f, err := rd.Next()
+				if err != nil {
+					b.Fatalf("connection %d: %v", i, err)
+				}
+				if f.ID == protocol.IDEnterRoom && f.Type == protocol.Confirm {
+					break
+				}
+			}
+		}
+		child.gc(b)
+		after := child.rss(b)
+		b.ReportMetric(float64(after-before)/float64(n), "server-bytes/conn")
+		b.ReportMetric(float64(n), "conns")
+		b.Log(child.stderr.String())
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}
 }

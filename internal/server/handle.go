@@ -83,9 +83,23 @@ func (c *conn) reply(p protocol.Packet) {
 		c.s.log.Warn("encode reply", "packet", p.PacketID(), "err", err)
 		return
 	}
-	c.scratch = b
 	c.send(b)
 	c.s.counters.out(p.PacketID(), 1, len(b))
+	c.keepScratch(b)
+}
+
+// maxScratch is the largest scratch buffer a connection keeps between
+// packets: enough for a chat's indication and confirm. A larger one (an
+// EnterRoom confirm listing 20 users) is dropped after use, since it would
+// otherwise cost its size on every one of thousands of idle connections.
+const maxScratch = 512
+
+func (c *conn) keepScratch(b []byte) {
+	if cap(b) <= maxScratch {
+		c.scratch = b[:0]
+	} else {
+		c.scratch = nil
+	}
 }
 
 func (c *conn) sendPing() {
@@ -216,7 +230,7 @@ func (s *Server) exitRoom(c *conn, m *member) {
 	if len(r.members) > 0 {
 		b, err := (&protocol.ExitRoom{Type: protocol.Indication, RoomName: r.name, UserName: m.name}).AppendPacket(c.scratch[:0])
 		if err == nil {
-			c.scratch = b
+			c.keepScratch(b)
 			for _, o := range r.members {
 				o.c.send(b)
 			}
@@ -290,7 +304,7 @@ func (c *conn) handleChat(body []byte) {
 	}
 	c.send(b[ind:])
 	r.mu.Unlock()
-	c.scratch = b
+	c.keepScratch(b)
 	s.counters.out(protocol.IDChat, n+1, n*ind+len(b)-ind)
 	s.counters.chats.Add(1)
 	s.counters.deliveries.Add(uint64(n))

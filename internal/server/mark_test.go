@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +206,8 @@ type childServer struct {
 	cmd    *exec.Cmd
 	addr   string
 	stderr *syncBuffer
+	stdin  io.Writer
+	lines  chan string
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader.
@@ -238,10 +243,10 @@ func startChild(t testing.TB, nofile int) *childServer {
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	line := make(chan string, 1)
+	line := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
+		for sc.Scan() {
 			line <- sc.Text()
 		}
 		close(line)
@@ -252,7 +257,7 @@ func startChild(t testing.TB, nofile int) *childServer {
 		addr = strings.TrimPrefix(l, "ADDR ")
 	case <-time.After(10 * time.Second):
 	}
-	c := &childServer{cmd: cmd, addr: addr, stderr: errBuf}
+	c := &childServer{cmd: cmd, addr: addr, stderr: errBuf, stdin: stdin, lines: line}
 	t.Cleanup(func() {
 		stdin.Close() // the child exits when its stdin closes
 		done := make(chan error, 1)
@@ -266,6 +271,29 @@ func startChild(t testing.TB, nofile int) *childServer {
 	})
 	require.NotEmpty(t, addr, "child server did not start: %s", errBuf.String())
 	return c
+}
+
+// gc makes the child collect garbage and return memory to the system.
+func (c *childServer) gc(t testing.TB) {
+	t.Helper()
+	_, err := io.WriteString(c.stdin, "gc\n")
+	require.NoError(t, err)
+	select {
+	case l := <-c.lines:
+		require.Equal(t, "ok", l)
+	case <-time.After(30 * time.Second):
+		t.Fatal("child did not collect garbage")
+	}
+}
+
+// rss returns the child's resident set size from /proc.
+func (c *childServer) rss(t testing.TB) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", c.cmd.Process.Pid))
+	require.NoError(t, err)
+	f := strings.Fields(string(b))
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
 }
 
 // cpu returns the child's user+system CPU time from /proc.
@@ -308,8 +336,20 @@ func childMain() int {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM)
 	go func() {
-		var b [1]byte
-		_, _ = os.Stdin.Read(b[:])
+		// Each line on stdin: "gc" collects garbage and returns memory to
+		// the system, then answers "ok"; end of input stops the server.
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if sc.Text() == "gc" {
+				runtime.GC()
+				debug.FreeOSMemory()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				fmt.Fprintf(os.Stderr, "memstats heap_inuse=%d stack_inuse=%d sys=%d goroutines=%d\n",
+					ms.HeapInuse, ms.StackInuse, ms.Sys, runtime.NumGoroutine())
+				fmt.Println("ok")
+			}
+		}
 		stop <- syscall.SIGTERM
 	}()
 	<-stop
