@@ -414,6 +414,14 @@ func TestSwarm(t *testing.T) {
 		"--count", "100", "--shard", "$(JOB_COMPLETION_INDEX)/10", "--start-at", "$(START_AT)", "--run-id", "$(RUN_ID)",
 		"--label", "k8s", "-o", "/results/"}, c.Args)
 
+	// Mark's text log (--file volano-mark.log) goes to the working
+	// directory: it must be writable, and not shared by the shards.
+	require.NotEmpty(t, c.WorkingDir, "the working directory of a read-only container must be a writable mount")
+	assert.True(t, slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		return m.MountPath == c.WorkingDir && !m.ReadOnly && i >= 0 && pod.Volumes[i].EmptyDir != nil
+	}), "working directory %s is not a writable emptyDir mount", c.WorkingDir)
+
 	// The shard count is the job's completion count, and the swarm dials
 	// the server's Service on its chat port.
 	assert.Equal(t, fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", *spec.Completions), flagValue(t, c.Args, "--shard"))
