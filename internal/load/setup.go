@@ -112,7 +112,11 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return &userError{u: u, kind: results.Classify(err), what: "connect", err: err}
+			kind, what := results.Classify(err), "connect"
+			if kind == results.FailOpenFiles {
+				what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesLimit(), rs.open.Load())
+			}
+			return &userError{u: u, kind: kind, what: what, err: err}
 		}
 		if !rs.addLink(l) {
 			_ = l.close()

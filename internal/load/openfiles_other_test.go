@@ -1,0 +1,5 @@
+//go:build !unix
+
+package load
+
+func helperOpenFiles() int { return 3 }
