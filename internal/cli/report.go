@@ -169,7 +169,11 @@ func runReport(cmd *cobra.Command, io *IO, o *reportOpts, args []string) error {
 		fmt.Fprintf(io.Err, "volanogo report: skipped %v\n", e)
 	}
 	if len(merged) == 0 {
-		return &ExitError{Code: 2, Msg: fmt.Sprintf("volanogo report: no result documents in %s", strings.Join(paths, " "))}
+		msg := fmt.Sprintf("volanogo report: no result documents in %s", strings.Join(paths, " "))
+		if hint := subdirHint(paths); hint != "" {
+			msg += " (directories are read one level deep; name the subdirectories too: " + hint + ")"
+		}
+		return &ExitError{Code: 2, Msg: msg}
 	}
 	rep, err := report.Build(merged, opt)
 	if err != nil {
@@ -223,4 +227,25 @@ func writeAtomic(path string, data []byte) (err error) {
 		return fmt.Errorf("write report %q: %w", path, err)
 	}
 	return nil
+}
+
+// subdirHint names the subdirectories of the directories in paths, for an
+// error message: "results/go results/java".
+func subdirHint(paths []string) string {
+	var subs []string
+	for _, p := range paths {
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				subs = append(subs, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	if len(subs) > 6 {
+		subs = append(subs[:6], "…")
+	}
+	return strings.Join(subs, " ")
 }

@@ -55,6 +55,12 @@ func TestReportExitCodes(t *testing.T) {
 		assert.Contains(t, errOut, "truncated.json")
 		assert.Contains(t, errOut, "no result documents")
 	})
+	t.Run("2: documents only in subdirectories", func(t *testing.T) {
+		code, _, errOut := run(t, "report", reportData)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, errOut, "name the subdirectories too")
+		assert.Contains(t, errOut, filepath.Join(reportData, "scale"))
+	})
 	t.Run("2: missing file", func(t *testing.T) {
 		code, _, errOut := run(t, "report", filepath.Join(t.TempDir(), "nope.json"))
 		assert.Equal(t, 2, code)

@@ -456,6 +456,11 @@ func (b *builder) fast() {
 			}
 		}
 	}
+	if !slices.Contains(steps, step) {
+		b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("\"Is it fast?\": no turn-taking runs at %d connections (there are runs at %s)",
+			step, joinInts(steps)))
+		return
+	}
 	t := &FastTable{Connections: step}
 	for _, row := range b.rowNames() {
 		c := b.mainCell(row, KindTurns, step)
@@ -570,4 +575,12 @@ func (b *builder) limit(row string) Limit {
 		l.causes = []cause{causeOf(best)}
 	}
 	return l
+}
+
+func joinInts(xs []int64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(parts, ", ")
 }

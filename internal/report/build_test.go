@@ -233,6 +233,11 @@ func TestBuildErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, r.Warnings[0], "all 1 run discarded")
 	assert.Error(t, r.Render(&bytes.Buffer{}, "pdf"))
+
+	r, err = Build([]*results.Document{doc("p", 1000, 1, 5, "")}, Options{Step: 777})
+	require.NoError(t, err)
+	assert.Nil(t, r.Fast)
+	assert.Contains(t, r.Warnings[0], "no turn-taking runs at 777 connections (there are runs at 1000)")
 }
 
 // TestOddDocuments: documents with missing or odd parts render in every

@@ -136,8 +136,8 @@ func (r *Report) fastChart() *barChart {
 }
 
 func newLineChart(title, xl, yl string) *lineChart {
-	return &lineChart{Title: title, Width: 760, Height: 340, Left: 70, Top: 20, PlotW: 470, PlotH: 260,
-		XLabel: xl, YLabel: yl, LegendX: 560}
+	return &lineChart{Title: title, Width: 800, Height: 340, Left: 70, Top: 20, PlotW: 470, PlotH: 260,
+		XLabel: xl, YLabel: yl, LegendX: 565}
 }
 
 func (r *Report) scaleChart() *lineChart {
@@ -170,7 +170,7 @@ func (r *Report) scaleChart() *lineChart {
 		c.YTicks = append(c.YTicks, svgTick{Pos: yp(v), Label: strconv.FormatFloat(v, 'f', -1, 64)})
 	}
 	for i, row := range t.Rows {
-		s := svgSeries{Name: ellipsis(row.Platform, 30), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		s := svgSeries{Name: ellipsis(row.Platform, 28), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
 		var line []string
 		flush := func() {
 			if len(line) > 1 {
@@ -266,7 +266,7 @@ func (r *Report) latencyChart() *lineChart {
 		if r.Fast == nil || row.Step != r.Fast.Connections {
 			name += " (" + stepName(row.Kind, row.Step) + ")"
 		}
-		s := svgSeries{Name: ellipsis(name, 30), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		s := svgSeries{Name: ellipsis(name, 28), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
 		var pts []string
 		for j, v := range []int64{row.P50, row.P99, row.P999, row.Max} {
 			if v <= 0 {
