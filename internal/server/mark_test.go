@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,6 +322,15 @@ func childMain() int {
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 			fmt.Fprintln(os.Stderr, "setrlimit:", err)
 			return 1
+		}
+	}
+	if path := os.Getenv("VOLANOGO_CHILD_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() {
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
