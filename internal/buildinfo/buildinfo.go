@@ -38,6 +38,13 @@ func Get() Info {
 }
 
 func get(version, commit, date string, read func() (*debug.BuildInfo, bool)) Info {
+	// GoReleaser's snapshot builds without git information pass "none"
+	// and "unknown": no better than nothing.
+	for _, v := range []*string{&version, &commit, &date} {
+		if *v == "none" || *v == "unknown" {
+			*v = ""
+		}
+	}
 	info := Info{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version()}
 	if bi, ok := read(); ok {
 		if info.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {

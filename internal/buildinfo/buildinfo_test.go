@@ -39,3 +39,10 @@ func TestGetDevel(t *testing.T) {
 	assert.Equal(t, "devel", get("", "", "", read).Version)
 	assert.Equal(t, "devel", get("", "", "", func() (*debug.BuildInfo, bool) { return nil, false }).Version)
 }
+
+func TestPlaceholdersAreUnset(t *testing.T) {
+	i := get("0.0.1-next", "none", "unknown", func() (*debug.BuildInfo, bool) { return nil, false })
+	assert.Equal(t, "0.0.1-next", i.Version)
+	assert.Empty(t, i.Commit)
+	assert.NotContains(t, i.String(), "none")
+}
