@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/internal/load"
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/server"
+)
+
+// fakeLoad replaces the engine for the duration of a test and records the
+// configuration it is given.
+func fakeLoad(t *testing.T, err error) *load.Config {
+	t.Helper()
+	var got load.Config
+	old := runLoad
+	runLoad = func(_ context.Context, cfg load.Config, _ io.Writer) (*load.Result, error) {
+		got = cfg
+		return &load.Result{}, err
+	}
+	t.Cleanup(func() { runLoad = old })
+	return &got
+}
+
+func TestLoadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		check func(t *testing.T, c load.Config)
+		err   string
+	}{
+		{args: []string{"-rooms", "105"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, []int{105}, c.Steps) }},
+		{args: []string{"--rooms", "105"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, []int{105}, c.Steps) }},
+		{args: []string{"-rooms=105"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, []int{105}, c.Steps) }},
+		{args: []string{"-rooms", "15,30,45"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, []int{15, 30, 45}, c.Steps) }},
+		{args: []string{"-pause", "2"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, 2*time.Second, c.Pause) }},
+		{args: []string{"-pause", "250ms"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, 250*time.Millisecond, c.Pause) }},
+		{args: []string{}, check: func(t *testing.T, c load.Config) {
+			assert.Equal(t, "localhost", c.Host)
+			assert.Equal(t, 8000, c.Port)
+			assert.Equal(t, 1, c.Start)
+			assert.Equal(t, []int{50}, c.Steps)
+			assert.Equal(t, 20, c.Users)
+			assert.Equal(t, 100, c.Count)
+			assert.Zero(t, c.Pause)
+			assert.Equal(t, "volano-mark.log", c.File)
+			assert.Equal(t, 30*time.Second, c.StallTimeout)
+			assert.Equal(t, time.Second, c.SLO)
+			assert.Zero(t, c.Runs)
+			assert.Equal(t, 1, c.Discard)
+		}},
+		{args: []string{"-host", "example.org", "-port", "8001", "-start", "3", "-users", "5", "-count", "0", "--duration", "5s",
+			"-file", "x.log", "-run", "--transport", "ws", "--url", "ws://h:1/chat", "-o", "out/", "--label", "L",
+			"--connect-rate", "100", "--connect-concurrency", "4", "--stall-timeout", "2s", "--bind", "127.0.0.2,127.0.0.3",
+			"--slo", "50ms", "--server-metrics", "http://h/metrics", "-runs", "4", "--discard", "2", "--quiet"},
+			check: func(t *testing.T, c load.Config) {
+				assert.Equal(t, load.Config{Host: "example.org", Port: 8001, Start: 3, Steps: []int{50}, Users: 5, Count: 0,
+					Duration: 5 * time.Second, File: "x.log", Transport: "ws", URL: "ws://h:1/chat", Output: "out/", Label: "L",
+					ConnectRate: 100, ConnectConcurrency: 4, StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"},
+					SLO: 50 * time.Millisecond, ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2,
+					CommandLine: c.CommandLine}, c)
+			}},
+		{args: []string{"--serve", "--server-cmd", "x {port}"}, check: func(t *testing.T, c load.Config) {
+			assert.True(t, c.Serve)
+			assert.Equal(t, "x {port}", c.ServerCmd)
+		}},
+		{args: []string{"-rooms", "abc"}, code: 2, err: "-rooms: value is not an integer (abc)"},
+		{args: []string{"-users", "x"}, code: 2, err: "-users: value is not an integer (x)"},
+		{args: []string{"-count=1.5"}, code: 2, err: "-count: value is not an integer (1.5)"},
+		{args: []string{"-pause", "soon"}, code: 2, err: "-pause: value is not an integer or a duration (soon)"},
+		{args: []string{"-users", "1"}, code: 2, err: "-users: value must be at least 2 (1)"},
+		{args: []string{"-nope"}, code: 2, err: "unknown"},
+		{args: []string{"--nope"}, code: 2, err: "unknown flag: --nope"},
+		{args: []string{"-rooms"}, code: 2, err: "needs an argument"},
+		{args: []string{"extra"}, code: 2, err: "unknown command"},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			got := fakeLoad(t, nil)
+			code, _, errOut := run(t, append([]string{"load"}, tc.args...)...)
+			assert.Equal(t, tc.code, code, errOut)
+			if tc.err != "" {
+				assert.Contains(t, errOut, tc.err)
+				assert.Contains(t, errOut, "Usage:")
+			}
+			if tc.check != nil {
+				tc.check(t, *got)
+			}
+		})
+	}
+}
+
+func TestLoadExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{nil, 0},
+		{load.ErrFailed, 1},
+		{load.ErrInterrupted, 1},
+		{&load.ConfigError{Err: errors.New("-count 0 runs forever: give --duration")}, 2},
+		{errors.New("disk full"), 1},
+	} {
+		fakeLoad(t, tc.err)
+		code, _, errOut := run(t, "load")
+		assert.Equal(t, tc.code, code, "%v", tc.err)
+		if tc.code == 2 {
+			assert.Contains(t, errOut, "give --duration")
+		}
+	}
+}
+
+func TestServeReadyPrefixAgrees(t *testing.T) {
+	assert.Equal(t, ServeReadyPrefix, load.ServeReadyPrefix)
+}
+
+func TestLoadEndToEnd(t *testing.T) {
+	s, err := server.New(server.Config{Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	host, port, _ := net.SplitHostPort(s.Addr().String())
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "run.json")
+	code, out, errOut := run(t, "load", "-host", host, "-port", port, "-rooms", "2", "-users", "3", "-count", "2",
+		"-file", filepath.Join(dir, "volano-mark.log"), "-o", doc)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "VolanoMark version = 2.13.4\nMessages sent      = 12\nMessages received  = 24\nTotal messages     = 36\n")
+	d, err := results.ReadFile(doc)
+	require.NoError(t, err)
+	assert.True(t, d.Passed)
+	assert.NotEmpty(t, d.CommandLine)
+
+	// Nothing listening: exit 1.
+	code, out, _ = run(t, "load", "-host", "127.0.0.1", "-port", "1", "-rooms", "1", "-users", "2", "-count", "1", "-file", "")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "Failure            = refused")
+}
