@@ -285,14 +285,11 @@ func plural(n int, unit string) string {
 }
 
 // counted applies the discard and the "of" rule to runs in run order; all
-// is every run after the discard (for comparisons).
+// is every run after the discard (for comparisons). When the positional
+// discard would leave nothing, the runs not marked Discarded are counted
+// after all (see the package doc).
 func (b *builder) counted(runs []*results.Document) (counted, all []*results.Document) {
-	for i, d := range runs {
-		if i < b.opt.Discard || d.Discarded {
-			continue
-		}
-		all = append(all, d)
-	}
+	all, _ = b.afterDiscard(runs)
 	counted = all
 	if len(counted) > b.opt.Of {
 		counted = counted[:b.opt.Of]
@@ -300,15 +297,39 @@ func (b *builder) counted(runs []*results.Document) (counted, all []*results.Doc
 	return counted, all
 }
 
+// afterDiscard drops the first Discard runs and the runs marked
+// Discarded; relaxed is true when that left nothing and the unmarked runs
+// were kept instead.
+func (b *builder) afterDiscard(runs []*results.Document) (kept []*results.Document, relaxed bool) {
+	var unmarked []*results.Document
+	for i, d := range runs {
+		if d.Discarded {
+			continue
+		}
+		unmarked = append(unmarked, d)
+		if i >= b.opt.Discard {
+			kept = append(kept, d)
+		}
+	}
+	if len(kept) == 0 && len(unmarked) > 0 {
+		return unmarked, true
+	}
+	return kept, false
+}
+
 // cell applies the run rule to the runs of one cell.
 func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 	c := &Cell{Kind: k.kind, Step: k.step, CPUs: k.cpus}
 	counted, _ := b.counted(runs)
+	if _, relaxed := b.afterDiscard(runs); relaxed {
+		b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf(
+			"%s at %s: only %s, counted although --discard %d would drop it",
+			k.row, stepName(k.kind, k.step), plural(len(counted), "run"), b.opt.Discard))
+	}
 	if len(counted) == 0 {
 		c.Missing = true
 		b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf(
-			"%s at %s: all %s discarded (--discard %d); use --discard 0 to count them",
-			k.row, stepName(k.kind, k.step), plural(len(runs), "run"), b.opt.Discard))
+			"%s at %s: every run is marked discarded", k.row, stepName(k.kind, k.step)))
 		return c
 	}
 	var passed []int64

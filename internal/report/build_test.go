@@ -231,8 +231,16 @@ func TestBuildErrors(t *testing.T) {
 	}
 	r, err := Build([]*results.Document{doc("p", 1000, 1, 5, "")}, DefaultOptions())
 	require.NoError(t, err)
-	assert.Contains(t, r.Warnings[0], "all 1 run discarded")
+	assert.Contains(t, r.Warnings[0], "p at 1000 connections: only 1 run, counted although --discard 1 would drop it")
+	assert.Equal(t, int64(5), r.Fast.Rows[0].Cell.Score)
 	assert.Error(t, r.Render(&bytes.Buffer{}, "pdf"))
+
+	marked := doc("p", 1000, 1, 5, "")
+	marked.Discarded = true
+	r, err = Build([]*results.Document{marked}, DefaultOptions())
+	require.NoError(t, err)
+	assert.Nil(t, r.Fast)
+	assert.Contains(t, r.Warnings[0], "every run is marked discarded")
 
 	r, err = Build([]*results.Document{doc("p", 1000, 1, 5, "")}, Options{Step: 777})
 	require.NoError(t, err)

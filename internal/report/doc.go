@@ -35,7 +35,10 @@
 // (then run id and score, so that the order of the input files never
 // matters). The first Options.Discard runs are dropped, and so is any run
 // the load marked Discarded (normally the same first run). Of the rest, the
-// first Options.Of are the counted results. The score is the average of the
+// first Options.Of are the counted results. When the positional discard
+// would leave a cell with nothing (a single run of `volanogo load`, which
+// marks nothing discarded), its unmarked runs are counted after all and
+// the report says so in its warnings, rather than showing nothing. The score is the average of the
 // best Options.Best passed counted results, rounded half up, as Mark rounds
 // its own score. The cell also shows the median and the spread (min–max) of
 // its passed counted results.

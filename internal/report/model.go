@@ -376,8 +376,12 @@ type Environment struct {
 	Tools []string `json:"tools"`
 	// CommandLines are the distinct client command lines.
 	CommandLines []string `json:"command_lines"`
-	// Runs is the number of documents of the platform.
+	// Runs is the number of documents of the platform (shards merged).
 	Runs int `json:"runs"`
+	// Sharded is how many of them were merged from shards, and Shards
+	// from how many shard documents.
+	Sharded int `json:"sharded,omitempty"`
+	Shards  int `json:"shards,omitempty"`
 	// Machines is how many distinct client machines (hostnames) ran it.
 	Machines int `json:"machines"`
 }

@@ -202,7 +202,11 @@ func envLines(e Environment) [][2]string {
 	for _, s := range e.Server {
 		out = append(out, [2]string{"Server", s})
 	}
-	out = append(out, [2]string{"Runs", strconv.Itoa(e.Runs) + " documents"})
+	runs := plural(e.Runs, "run")
+	if e.Sharded > 0 {
+		runs += fmt.Sprintf(" (%s merged from %d shards)", plural(e.Sharded, "run"), e.Shards)
+	}
+	out = append(out, [2]string{"Runs", runs})
 	for _, t := range e.Tools {
 		out = append(out, [2]string{"Tool", t})
 	}

@@ -310,6 +310,10 @@ func (b *builder) environments() {
 		hosts := map[string]bool{}
 		for _, d := range docs {
 			hosts[d.Environment.Hostname] = true
+			if d.Shards > 0 {
+				env.Sharded++
+				env.Shards += d.Shards
+			}
 			env.Transports = appendNew(env.Transports, d.Config.Transport)
 			if len(d.Config.ServerCommand) > 0 {
 				env.ServerCommands = appendNew(env.ServerCommands, shellJoin(d.Config.ServerCommand))
