@@ -137,6 +137,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 		b.docs[k] = append(b.docs[k], d)
 		b.rows[k.row] = append(b.rows[k.row], d)
 	}
+	b.adoptUnknownCPUs()
 	keys := sortedKeys(b.docs, func(a, c cellKey) int {
 		return cmp.Or(cmp.Compare(a.row, c.row), cmp.Compare(a.kind, c.kind),
 			cmp.Compare(a.step, c.step), cmp.Compare(a.cpus, c.cpus))
@@ -162,6 +163,32 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	}
 	b.footnotes()
 	return b.rep, nil
+}
+
+// adoptUnknownCPUs moves the runs whose server processor count is unknown
+// (no --server-cpus, no server figures) into the cell of the same step with
+// the highest known count: an unrestricted server had the whole machine,
+// and a run whose server could not be scraped should not vanish from the
+// main tables.
+func (b *builder) adoptUnknownCPUs() {
+	top := map[stepKey]int{}
+	for k := range b.docs {
+		sk := stepKey{k.row, k.kind, k.step}
+		top[sk] = max(top[sk], k.cpus)
+	}
+	for k, docs := range b.docs {
+		if k.cpus != 0 {
+			continue
+		}
+		n := top[stepKey{k.row, k.kind, k.step}]
+		if n == 0 {
+			continue
+		}
+		to := cellKey{k.row, k.kind, k.step, n}
+		b.docs[to] = append(b.docs[to], docs...)
+		slices.SortStableFunc(b.docs[to], runCompare)
+		delete(b.docs, k)
+	}
 }
 
 // runCompare orders runs: by Run, then start time, then anything that

@@ -164,6 +164,21 @@ func TestGainPerProcessor(t *testing.T) {
 	assert.Equal(t, int64(2645), r.Fast.Rows[0].Cell.Score)
 }
 
+func TestUnknownCPUsJoinTheMainCell(t *testing.T) {
+	var docs []*results.Document
+	for run := 1; run <= 4; run++ {
+		d := doc("p", 1000, run, int64(1000+run), "")
+		if run%2 == 0 { // the server's figures were scraped for half the runs
+			d.Server = &results.ServerUsage{GOMAXPROCS: 2}
+		}
+		docs = append(docs, d)
+	}
+	r, err := Build(docs, DefaultOptions())
+	require.NoError(t, err)
+	assert.Equal(t, "1002, 1003, 1004", r.Fast.Rows[0].Cell.ResultsText())
+	assert.Nil(t, r.Processors)
+}
+
 func TestCompareSignificance(t *testing.T) {
 	var docs []*results.Document
 	for run := 1; run <= 9; run++ {

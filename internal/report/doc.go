@@ -23,7 +23,9 @@
 //     concurrent users for paced runs;
 //   - the server's processor count: Config.ServerCPUs when the client
 //     restricted the server, else the GOMAXPROCS or CPU count the server
-//     reported, else 0 (unknown).
+//     reported; a run whose count is unknown joins the runs of the same step
+//     with the highest known count (an unrestricted server had the whole
+//     machine).
 //
 // Where one row has runs at several processor counts for one step, the
 // "Is it fast?" and "Does it scale?" cells use the highest count (the
