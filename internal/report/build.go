@@ -372,7 +372,11 @@ func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 		}
 		if r.Passed {
 			passed = append(passed, d.Score)
-		} else {
+		}
+		// A failed run is cited; so is a passed one that recorded
+		// failures anyway (the Volano Report's "1220a": errors, but the
+		// test completed).
+		if !r.Passed || len(d.Failures) > 0 {
 			cs := causeOf(d)
 			r.causes = []cause{cs}
 			if !slices.Contains(c.causes, cs) {
@@ -392,14 +396,14 @@ func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 	if n := len(passed); n%2 == 1 {
 		c.Median = float64(passed[n/2])
 	} else {
-		c.Median = float64(passed[n/2-1]+passed[n/2]) / 2
+		c.Median = (float64(passed[n/2-1]) + float64(passed[n/2])) / 2
 	}
 	best := passed[max(0, len(passed)-b.opt.Best):]
-	var sum int64
+	var sum float64
 	for _, s := range best {
-		sum += s
+		sum += float64(s)
 	}
-	c.Score = roundHalfUp(float64(sum) / float64(len(best)))
+	c.Score = roundHalfUp(sum / float64(len(best)))
 	return c
 }
 

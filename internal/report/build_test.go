@@ -57,6 +57,14 @@ func TestRunRule(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1899), r.Fast.Rows[0].Cell.Score)
 
+	// A passed run that recorded failures keeps its score and is cited.
+	docs[3].Failures = []results.Failure{{Kind: results.FailReset, Count: 36, Example: "read: connection reset by peer"}}
+	r, err = Build(docs, DefaultOptions())
+	require.NoError(t, err)
+	assert.Equal(t, "1897, 1900, 1893a", r.Fast.Rows[0].Cell.ResultsText())
+	assert.Equal(t, "1899a", r.Fast.Rows[0].Cell.Text())
+	docs[3].Failures = nil
+
 	// Best 1 of 4, nothing discarded.
 	docs[0].Discarded = false
 	r, err = Build(docs, Options{Discard: 0, Best: 1, Of: 4})

@@ -48,7 +48,8 @@
 // A cell fails when fewer of its counted runs passed than
 // min(Best, counted runs): it shows "----" and the footnote letters of the
 // failures, as the Volano Report did ("----a"). A cell that has a score but
-// also failed runs keeps its score and gets the letters ("1218a"). Steps of a
+// also failed runs, or passed runs that recorded failures all the same,
+// keeps its score and gets the letters ("1218a"). Steps of a
 // row above a failed step that have no runs show "----".
 //
 // # Limit

@@ -77,7 +77,7 @@ func TestGolden(t *testing.T) {
 			o := DefaultOptions()
 			o.Compare = [2]string{"go1.26-linux", "java17-volano"}
 			return o
-		}(), []string{"text", "markdown", "csv"}},
+		}(), []string{"text", "markdown", "csv", "html"}},
 		{"by-cpus", func() Options { o := DefaultOptions(); o.By = ByCPUs; return o }(), []string{"text"}},
 		{"step-300-best-1-of-3", Options{Discard: 1, Best: 1, Of: 3, Step: 300}, []string{"text"}},
 	}
