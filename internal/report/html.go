@@ -258,9 +258,7 @@ func (r *Report) latencyChart() *lineChart {
 	for i, n := range names {
 		c.XTicks = append(c.XTicks, svgTick{Pos: xp(i), Label: n})
 	}
-	for d := d0; d <= d1; d++ {
-		c.YTicks = append(c.YTicks, svgTick{Pos: yp(math.Pow(10, d)), Label: fmtNanos(int64(math.Pow(10, d)))})
-	}
+	c.YTicks = logTicks(d0, d1, yp)
 	for i, row := range rows {
 		name := row.Platform
 		if r.Fast == nil || row.Step != r.Fast.Connections {
@@ -284,6 +282,55 @@ func (r *Report) latencyChart() *lineChart {
 	return c
 }
 
+// p99Chart plots each platform's p99 delivery latency against the
+// connection count of the turn-taking steps, on a logarithmic axis.
+func (r *Report) p99Chart() *lineChart {
+	if r.Latency == nil || r.Scale == nil {
+		return nil
+	}
+	byRow := map[string][]LatencyRow{}
+	lo, hi := math.MaxFloat64, 1.0
+	for _, row := range r.Latency.Rows {
+		if row.Kind != KindTurns || row.P99 <= 0 {
+			continue
+		}
+		byRow[row.Platform] = append(byRow[row.Platform], row)
+		lo, hi = math.Min(lo, float64(row.P99)), math.Max(hi, float64(row.P99))
+	}
+	if len(byRow) == 0 {
+		return nil
+	}
+	cols := r.Scale.Columns
+	x0, x1 := float64(cols[0]), float64(cols[len(cols)-1])
+	c := newLineChart("p99 delivery latency against connections", "connections", "p99 latency (log scale)")
+	d0, d1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if d1 <= d0 {
+		d1 = d0 + 1
+	}
+	xp := func(x float64) float64 { return c.Left + c.PlotW*(x-x0)/(x1-x0) }
+	yp := func(v float64) float64 { return c.Top + c.PlotH*(1-(math.Log10(math.Max(v, 1))-d0)/(d1-d0)) }
+	c.XTicks = r.scaleChart().XTicks
+	c.YTicks = logTicks(d0, d1, yp)
+	for i, name := range r.Platforms {
+		rows := byRow[name]
+		if len(rows) == 0 {
+			continue
+		}
+		s := svgSeries{Name: ellipsis(name, 28), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(len(c.Series))*20}
+		var pts []string
+		for _, row := range rows {
+			x, y := xp(float64(row.Step)), yp(float64(row.P99))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+			s.Dots = append(s.Dots, svgDot{X: x, Y: y, Title: name + " at " + stepName(KindTurns, row.Step) + ": p99 " + fmtNanos(row.P99)})
+		}
+		if len(pts) > 1 {
+			s.Lines = append(s.Lines, strings.Join(pts, " "))
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
 type htmlData struct {
 	*Report
 	Rule         string
@@ -297,13 +344,14 @@ type htmlData struct {
 	FastChart    *barChart
 	ScaleChart   *lineChart
 	LatChart     *lineChart
+	P99Chart     *lineChart
 	Tools        []string
 }
 
 func (r *Report) renderHTML(w io.Writer) error {
 	d := htmlData{Report: r, Rule: r.ruleText(), FastIntro: fastIntro, ScaleIntro: scaleIntro, ClientNote: clientNote,
 		LatIntro: latIntro, CapIntro: capIntro, ProcIntro: procIntro,
-		FastChart: r.fastChart(), ScaleChart: r.scaleChart(), LatChart: r.latencyChart()}
+		FastChart: r.fastChart(), ScaleChart: r.scaleChart(), LatChart: r.latencyChart(), P99Chart: r.p99Chart()}
 	if r.Compare != nil {
 		d.CompareIntro = compareIntro(r.Compare)
 	}
@@ -322,4 +370,21 @@ func ellipsis(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// logTicks are the ticks of a log axis from 10^d0 to 10^d1 (nanoseconds):
+// every decade, and 2 and 5 times it when the axis spans two decades or
+// less.
+func logTicks(d0, d1 float64, yp func(float64) float64) []svgTick {
+	var ts []svgTick
+	for d := d0; d <= d1; d++ {
+		for _, m := range []float64{1, 2, 5} {
+			if m > 1 && (d == d1 || d1-d0 > 2) {
+				continue
+			}
+			v := m * math.Pow(10, d)
+			ts = append(ts, svgTick{Pos: yp(v), Label: fmtNanos(int64(math.Round(v)))})
+		}
+	}
+	return ts
 }
