@@ -102,25 +102,25 @@ func (p *pauseValue) Set(s string) error {
 }
 
 type loadOptions struct {
-	host                      string
-	port, start, users, count markInt
-	rooms                     roomsValue
-	pause                     pauseValue
-	file                      string
-	markRun                   bool
-	transport, url, output    string
-	label                     string
-	duration, stall, slo      time.Duration
-	connectRate               float64
-	connectConcurrency        int
-	bind                      []string
-	serverMetrics             string
-	serve                     bool
-	serverCmd                 string
-	runs, discard             int
-	quiet, progress           bool
-	cpuprofile                string
-	seed                      int64
+	host                       string
+	port, start, users, count  markInt
+	rooms                      roomsValue
+	pause                      pauseValue
+	file                       string
+	markRun                    bool
+	transport, url, output     string
+	label                      string
+	duration, stall, slo       time.Duration
+	connectRate                float64
+	connectConcurrency         int
+	bind                       []string
+	serverMetrics              string
+	serve                      bool
+	serverCmd                  string
+	runs, discard              int
+	quiet, progress, keepGoing bool
+	cpuprofile                 string
+	seed                       int64
 }
 
 func newLoadCmd(io *IO) *cobra.Command {
@@ -183,6 +183,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.DurationVar(&o.stall, "stall-timeout", load.DefaultStallTimeout, "fail a room that makes no progress for this long; bounds each wait of the set-up")
 	f.StringSliceVar(&o.bind, "bind", nil, "source addresses, round-robin: a list, range (127.0.0.1-127.0.0.9) or prefix (127.0.1.0/24)")
 	f.DurationVar(&o.slo, "slo", load.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
+	f.BoolVar(&o.keepGoing, "keep-going", false, "paced sweeps: run the next steps after a broken one")
 	f.StringVar(&o.serverMetrics, "server-metrics", "", "Prometheus URL of the server, for its CPU and memory")
 	f.BoolVar(&o.serve, "serve", false, "start a fresh 'volanogo serve' on a free loopback port for each run")
 	f.StringVar(&o.serverCmd, "server-cmd", "", "start this server command for each run; {port} is replaced by a free port")
@@ -242,6 +243,7 @@ func (o *loadOptions) config() (load.Config, error) {
 		StallTimeout:       o.stall,
 		Bind:               o.bind,
 		SLO:                o.slo,
+		KeepGoing:          o.keepGoing,
 		ServerMetrics:      o.serverMetrics,
 		Serve:              o.serve,
 		ServerCmd:          o.serverCmd,

@@ -73,6 +73,9 @@ type Config struct {
 	Bind []string
 	// SLO is the p99 delivery latency past which a paced step breaks.
 	SLO time.Duration
+	// KeepGoing runs the next steps of a paced sweep after a broken one
+	// (by default the sweep stops there).
+	KeepGoing bool
 
 	// ServerMetrics is a Prometheus URL of the server (CPU, RSS).
 	ServerMetrics string

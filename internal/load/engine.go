@@ -123,6 +123,10 @@ steps:
 		}
 		step = summarize(rooms, docs)
 		res.Steps = append(res.Steps, step)
+		if cfg.Pause > 0 && !step.Passed && !cfg.KeepGoing && len(cfg.Steps) > 1 {
+			fmt.Fprintf(w, "The sweep stops at %d rooms: the step broke (--keep-going runs the next steps).\n\n", rooms)
+			break
+		}
 	}
 	if many && len(res.Steps) > 0 {
 		writeSummary(w, res.Steps)

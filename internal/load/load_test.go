@@ -143,7 +143,8 @@ func TestPaced(t *testing.T) {
 	cfg.Steps, cfg.Users, cfg.Count = []int{3}, 2, 0
 	cfg.Pause, cfg.Duration = 100*time.Millisecond, 2*time.Second
 	cfg.Output = t.TempDir() + "/paced.json"
-	var out bytes.Buffer
+	var out, progress bytes.Buffer
+	cfg.Progress = &progress
 	res, err := Run(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
 	d := res.Steps[0].Docs[0]
@@ -161,6 +162,7 @@ func TestPaced(t *testing.T) {
 	assert.Equal(t, results.ScenarioPaced, d.Config.Scenario)
 	assert.Zero(t, d.Score)
 	assert.Contains(t, out.String(), "From schedule      = p50")
+	assert.Contains(t, progress.String(), "running: ")
 	_, err = results.ReadFile(cfg.Output)
 	require.NoError(t, err)
 }

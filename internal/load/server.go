@@ -30,6 +30,7 @@ type serverSample struct {
 	cpu                       float64
 	rss                       int64
 	open, goroutines, openFDs int64
+	gomaxprocs                int
 	hasOpen                   bool
 }
 
@@ -65,6 +66,9 @@ func (p metricsProbe) sample(ctx context.Context) serverSample {
 	if v, ok := s.Get("process_open_fds"); ok {
 		out.openFDs = int64(v)
 	}
+	if v, ok := s.Get("go_sched_gomaxprocs_threads"); ok {
+		out.gomaxprocs = int(v)
+	}
 	return out
 }
 
@@ -87,6 +91,7 @@ func serverUsage(a, b serverSample, elapsed float64, total int64) *results.Serve
 		RSSEndBytes:   b.rss,
 		Goroutines:    b.goroutines,
 		OpenFDs:       b.openFDs,
+		GOMAXPROCS:    b.gomaxprocs,
 	}
 	if b.hasOpen {
 		u.OpenConnections = b.open
