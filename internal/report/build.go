@@ -92,6 +92,9 @@ type builder struct {
 	docs  map[cellKey][]*results.Document
 	// rows maps a row to its documents, in run order.
 	rows map[string][]*results.Document
+	// base maps a row to the platform it belongs to: its label when rows
+	// are by label and processor count, the row itself otherwise.
+	base map[string]string
 	// main maps a row's step to the processor count its main cell uses.
 	main map[stepKey]int
 	// causes are the footnotes in citation order.
@@ -125,6 +128,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 		cells:   map[cellKey]*Cell{},
 		docs:    map[cellKey][]*results.Document{},
 		rows:    map[string][]*results.Document{},
+		base:    map[string]string{},
 		main:    map[stepKey]int{},
 		letters: map[cause]string{},
 	}
@@ -134,6 +138,10 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	slices.SortStableFunc(merged, runCompare)
 	for _, d := range merged {
 		k := b.key(d)
+		b.base[k.row] = k.row
+		if b.opt.By == ByCPUs {
+			b.base[k.row] = labelOf(d)
+		}
 		b.docs[k] = append(b.docs[k], d)
 		b.rows[k.row] = append(b.rows[k.row], d)
 	}

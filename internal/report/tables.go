@@ -17,30 +17,38 @@ import (
 // turn-taking step whose runs differ by the server's processor count.
 func (b *builder) processors() {
 	type rs struct {
-		row  string
+		base string
 		step int64
 	}
-	counts := map[rs][]int{}
+	cells := map[rs]map[int]*Cell{}
 	for k, c := range b.cells {
 		if k.kind != KindTurns || k.cpus <= 0 || c.Missing {
 			continue
 		}
-		key := rs{k.row, k.step}
-		counts[key] = append(counts[key], k.cpus)
+		key := rs{b.base[k.row], k.step}
+		if cells[key] == nil {
+			cells[key] = map[int]*Cell{}
+		}
+		cells[key][k.cpus] = c
 	}
 	colSet := map[int]bool{}
 	var rows []ProcessorRow
+	seen := map[string]bool{}
 	for _, row := range b.rep.Platforms {
+		base := b.base[row]
+		if seen[base] {
+			continue
+		}
+		seen[base] = true
 		for _, step := range b.steps(KindTurns) {
-			cpus := counts[rs{row, step}]
-			if len(cpus) < 2 {
+			byCPUs := cells[rs{base, step}]
+			if len(byCPUs) < 2 {
 				continue
 			}
-			slices.Sort(cpus)
-			pr := ProcessorRow{Platform: row, Connections: step}
-			for _, n := range cpus {
+			pr := ProcessorRow{Platform: base, Connections: step}
+			for _, n := range sortedKeys(byCPUs, cmp.Compare[int]) {
 				colSet[n] = true
-				pr.Cells = append(pr.Cells, &ProcessorCell{CPUs: n, Cell: b.cells[cellKey{row, KindTurns, step, n}]})
+				pr.Cells = append(pr.Cells, &ProcessorCell{CPUs: n, Cell: byCPUs[n]})
 			}
 			for i := 1; i < len(pr.Cells); i++ {
 				prev, cur := pr.Cells[i-1], pr.Cells[i]
@@ -424,7 +432,7 @@ func (b *builder) footnotes() {
 			return
 		}
 		at := row + " at " + stepName(c.Kind, c.Step)
-		if c.CPUs > 0 && c.CPUs != b.main[stepKey{row, c.Kind, c.Step}] {
+		if c.CPUs > 0 && b.opt.By != ByCPUs && c.CPUs != b.main[stepKey{row, c.Kind, c.Step}] {
 			at += " on " + plural(c.CPUs, "CPU")
 		}
 		c.Notes = cite(c.causes, at)
