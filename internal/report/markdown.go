@@ -161,7 +161,11 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 				fmt.Fprintf(w, "- Started: %s\n", mdCode(c))
 			}
 			for _, c := range e.CommandLines {
-				fmt.Fprintf(w, "- Command: %s\n", mdCode(c))
+				if v := c.Values(); v != "" {
+					fmt.Fprintf(w, "- Command: %s (%s)\n", mdCode(c.Command), mdEscape(v))
+				} else {
+					fmt.Fprintf(w, "- Command: %s\n", mdCode(c.Command))
+				}
 			}
 			fmt.Fprintln(w)
 		}

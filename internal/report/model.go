@@ -374,8 +374,9 @@ type Environment struct {
 	ServerCommands []string `json:"server_commands,omitempty"`
 	// Tools are the distinct volanogo builds that wrote the documents.
 	Tools []string `json:"tools"`
-	// CommandLines are the distinct client command lines.
-	CommandLines []string `json:"command_lines"`
+	// CommandLines are the distinct client command lines; the lines of a
+	// sweep that differ in one argument only are one, with N for it.
+	CommandLines []CommandLine `json:"command_lines"`
 	// Runs is the number of documents of the platform (shards merged).
 	Runs int `json:"runs"`
 	// Sharded is how many of them were merged from shards, and Shards
@@ -384,4 +385,28 @@ type Environment struct {
 	Shards  int `json:"shards,omitempty"`
 	// Machines is how many distinct client machines (hostnames) ran it.
 	Machines int `json:"machines"`
+}
+
+// CommandLine is a client command line as a shell reads it. When N is set,
+// the line stands for one line per value of N, "N" in Command standing for
+// the value.
+type CommandLine struct {
+	Command string   `json:"command"`
+	N       []string `json:"n,omitempty"`
+}
+
+// Values is "N = 15, 30, 45" or "".
+func (c CommandLine) Values() string {
+	if len(c.N) == 0 {
+		return ""
+	}
+	return "N = " + strings.Join(c.N, ", ")
+}
+
+// Text is the command line followed by the values of N.
+func (c CommandLine) Text() string {
+	if len(c.N) == 0 {
+		return c.Command
+	}
+	return c.Command + "   (" + c.Values() + ")"
 }

@@ -511,7 +511,7 @@ func letter(i int) string {
 // order of first appearance; lines that differ in one argument only (a
 // sweep: -rooms 15, -rooms 30, …) become one line with that argument as N
 // and its values after it.
-func collapseCommands(docs []*results.Document) []string {
+func collapseCommands(docs []*results.Document) []CommandLine {
 	var argvs [][]string
 	seen := map[string]bool{}
 	for _, d := range docs {
@@ -525,7 +525,7 @@ func collapseCommands(docs []*results.Document) []string {
 		}
 	}
 	used := make([]bool, len(argvs))
-	var out []string
+	var out []CommandLine
 	for i, a := range argvs {
 		if used[i] {
 			continue
@@ -544,7 +544,7 @@ func collapseCommands(docs []*results.Document) []string {
 		}
 		if bestPos < 0 {
 			used[i] = true
-			out = append(out, shellJoin(a))
+			out = append(out, CommandLine{Command: shellJoin(a)})
 			continue
 		}
 		var vals []string
@@ -554,7 +554,7 @@ func collapseCommands(docs []*results.Document) []string {
 		}
 		argv := slices.Clone(a)
 		argv[bestPos] = "N"
-		out = append(out, shellJoin(argv)+"   (N = "+strings.Join(vals, ", ")+")")
+		out = append(out, CommandLine{Command: shellJoin(argv), N: vals})
 	}
 	return out
 }

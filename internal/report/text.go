@@ -309,7 +309,7 @@ func (r *Report) renderText(w io.Writer) error {
 				para(w, "  "+pad("Started:", 11, true), c)
 			}
 			for _, c := range e.CommandLines {
-				para(w, "  "+pad("Command:", 11, true), c)
+				para(w, "  "+pad("Command:", 11, true), c.Text())
 			}
 		}
 	}
