@@ -382,3 +382,25 @@ func ExampleBuild() {
 	// Output:
 	// go1.26-linux at 1000 connections: 1897, 1900, 1893 → 1899 (median 1897, spread 1893–1900)
 }
+
+func TestEscaping(t *testing.T) {
+	var docs []*results.Document
+	for run := 1; run <= 2; run++ {
+		d := doc(`<script>alert("x")</script> | *bold*`, 300, run, 100, "")
+		d.CommandLine = []string{"volanogo", "load", "-label", "it's <b>", "`tick`"}
+		docs = append(docs, d, doc("plain", 300, run, 0, results.FailProtocol))
+	}
+	docs[3].Failures[0].Example = `</li><script>bad()</script>`
+	r, err := Build(docs, Options{Discard: 1, Best: 1, Of: 1})
+	require.NoError(t, err)
+	html := string(render(t, r, "html"))
+	assert.NotContains(t, html, "<script>")
+	assert.NotContains(t, html, "'<b>'")
+	assert.Contains(t, html, "&lt;script&gt;")
+	assert.Contains(t, html, "&lt;/li&gt;&lt;script&gt;bad()")
+	md := string(render(t, r, "markdown"))
+	assert.Contains(t, md, `\| \*bold\*`)
+	assert.Contains(t, md, "`volanogo load -label 'it'\\''s <b>' '`tick`'`")
+	text := string(render(t, r, "text"))
+	assert.Contains(t, text, `Command:   volanogo load -label 'it'\''s <b>' '`+"`tick`'")
+}

@@ -178,7 +178,10 @@ func envLines(e Environment) [][2]string {
 	if cpu == "" {
 		cpu = "unknown CPU"
 	}
-	cpu += " × " + strconv.Itoa(e.CPUs) + ", " + fmtBytes(e.MemoryBytes)
+	if e.CPUs > 0 {
+		cpu += " × " + strconv.Itoa(e.CPUs)
+	}
+	cpu += ", " + fmtBytes(e.MemoryBytes) + " memory"
 	var limits []string
 	if e.GoVersion != "" {
 		limits = append(limits, e.GoVersion)

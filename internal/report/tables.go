@@ -341,8 +341,11 @@ func (b *builder) environments() {
 }
 
 func osName(e results.Environment) string {
-	if e.Distribution != "" {
+	switch {
+	case e.Distribution != "":
 		return e.Distribution
+	case e.OS == "" && e.Arch == "":
+		return "unknown system"
 	}
 	return e.OS + "/" + e.Arch
 }
