@@ -46,9 +46,22 @@ func FuzzRead(f *testing.F) {
 		if !bytes.Equal(written, again.Bytes()) {
 			t.Fatalf("write, read, write differs:\n%s\n%s", written, again.Bytes())
 		}
-		// Merging an accepted document must not panic either.
-		if d.Shard != nil {
-			_, _ = Merge([]*Document{d})
+		// Merging accepted documents must not panic either, and gives a
+		// valid document or an error.
+		if d.Shard == nil {
+			return
+		}
+		docs := []*Document{d}
+		if d.Shard.Count > 1 {
+			e := *back
+			e.Shard = &Shard{Index: (d.Shard.Index + 1) % d.Shard.Count, Count: d.Shard.Count}
+			docs = append(docs, &e)
+		}
+		m, err := Merge(docs)
+		if err == nil {
+			if err := m.Validate(); err != nil {
+				t.Fatalf("merged document is invalid: %v", err)
+			}
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -92,6 +93,14 @@ func Merge(shards []*Document) (*Document, error) {
 		Passed:      true,
 		Source:      first.Source,
 	}
+	overflow := false
+	add := func(dst *int64, v int64) {
+		r := *dst + v
+		if (v > 0 && r < *dst) || (v < 0 && r > *dst) {
+			overflow = true
+		}
+		*dst = r
+	}
 	var fs mergedFailures
 	var timelines []TimelineAt
 	latency := map[string][]*Histogram{}
@@ -109,16 +118,16 @@ func Merge(shards []*Document) (*Document, error) {
 		m.Interrupted = m.Interrupted || d.Interrupted
 		m.Discarded = m.Discarded || d.Discarded
 
-		m.Counts.Sent += d.Counts.Sent
-		m.Counts.Received += d.Counts.Received
-		m.Counts.Total += d.Counts.Total
-		m.Counts.ExpectedSent += d.Counts.ExpectedSent
-		m.Counts.ExpectedTotal += d.Counts.ExpectedTotal
-		m.Counts.Confirms += d.Counts.Confirms
+		add(&m.Counts.Sent, d.Counts.Sent)
+		add(&m.Counts.Received, d.Counts.Received)
+		add(&m.Counts.Total, d.Counts.Total)
+		add(&m.Counts.ExpectedSent, d.Counts.ExpectedSent)
+		add(&m.Counts.ExpectedTotal, d.Counts.ExpectedTotal)
+		add(&m.Counts.Confirms, d.Counts.Confirms)
 
-		m.Connections.Attempted += d.Connections.Attempted
-		m.Connections.Established += d.Connections.Established
-		m.Connections.Peak += d.Connections.Peak
+		add(&m.Connections.Attempted, d.Connections.Attempted)
+		add(&m.Connections.Established, d.Connections.Established)
+		add(&m.Connections.Peak, d.Connections.Peak)
 
 		for _, f := range d.Failures {
 			fs.add(f)
@@ -144,7 +153,7 @@ func Merge(shards []*Document) (*Document, error) {
 			if m.Paced == nil {
 				m.Paced = &Paced{}
 			}
-			m.Paced.ConcurrentUsers += d.Paced.ConcurrentUsers
+			add(&m.Paced.ConcurrentUsers, d.Paced.ConcurrentUsers)
 			m.Paced.InPerSecond += d.Paced.InPerSecond
 			m.Paced.OutPerSecond += d.Paced.OutPerSecond
 			if d.Paced.Broken {
@@ -158,7 +167,7 @@ func Merge(shards []*Document) (*Document, error) {
 			if m.Churn == nil {
 				m.Churn = &Churn{}
 			}
-			m.Churn.Sequences += d.Churn.Sequences
+			add(&m.Churn.Sequences, d.Churn.Sequences)
 			m.Churn.LeakedConnections = max(m.Churn.LeakedConnections, d.Churn.LeakedConnections)
 			m.Churn.LeakedGoroutines = max(m.Churn.LeakedGoroutines, d.Churn.LeakedGoroutines)
 			m.Churn.LeakedFDs = max(m.Churn.LeakedFDs, d.Churn.LeakedFDs)
@@ -167,15 +176,23 @@ func Merge(shards []*Document) (*Document, error) {
 			}
 		}
 	}
-	if len(sorted) < count {
-		var missing []int
-		for i := 0; i < count; i++ {
+	if overflow || fs.overflow {
+		return nil, fmt.Errorf("merge run %s: counts overflow", id)
+	}
+	if missing := count - len(sorted); missing > 0 {
+		// Name the first few missing shards; count may be large.
+		var names []int
+		for i := 0; i < count && len(names) < 10; i++ {
 			if _, ok := seen[i]; !ok {
-				missing = append(missing, i)
+				names = append(names, i)
 			}
 		}
-		fs.add(Failure{Kind: FailShard, Count: int64(len(missing)),
-			Example: fmt.Sprintf("run %s: no document from shard(s) %v of %d", id, missing, count)})
+		list := fmt.Sprint(names)
+		if missing > len(names) {
+			list = strings.TrimSuffix(list, "]") + " ...]"
+		}
+		fs.add(Failure{Kind: FailShard, Count: int64(missing),
+			Example: fmt.Sprintf("run %s: no document from %d shard(s) %s of %d", id, missing, list, count)})
 		m.Passed = false
 	}
 	m.Failures = fs.list
@@ -224,18 +241,23 @@ func Merge(shards []*Document) (*Document, error) {
 	if len(timelines) > 0 {
 		m.Timeline, _ = MergeTimelines(timelines...)
 	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("merge run %s: the merged document is invalid: %w", id, err)
+	}
 	return m, nil
 }
 
 type mergedFailures struct {
-	list []Failure
+	list     []Failure
+	index    map[string]int
+	overflow bool
 }
 
 func (m *mergedFailures) add(f Failure) {
-	for i := range m.list {
+	if i, ok := m.index[f.Kind]; ok {
 		g := &m.list[i]
-		if g.Kind != f.Kind {
-			continue
+		if f.Count > 0 && g.Count+f.Count < g.Count {
+			m.overflow = true
 		}
 		g.Count += f.Count
 		if !f.At.IsZero() && (g.At.IsZero() || f.At.Before(g.At)) {
@@ -243,6 +265,10 @@ func (m *mergedFailures) add(f Failure) {
 		}
 		return
 	}
+	if m.index == nil {
+		m.index = map[string]int{}
+	}
+	m.index[f.Kind] = len(m.list)
 	m.list = append(m.list, f)
 }
 

@@ -165,7 +165,16 @@ func TestMergeMissingShard(t *testing.T) {
 	assert.Equal(t, 2, m.Shards)
 	require.Len(t, m.Failures, 1)
 	assert.Equal(t, FailShard, m.Failures[0].Kind)
-	assert.Contains(t, m.Failures[0].Example, "shard(s) [1] of 3")
+	assert.Contains(t, m.Failures[0].Example, "1 shard(s) [1] of 3")
+
+	// A lone shard of a huge run (found by FuzzRead): bounded work.
+	d := fullDocument(t)
+	d.Shard = &Shard{Index: 5, Count: 50_000_000}
+	m, err = Merge([]*Document{d})
+	require.NoError(t, err)
+	require.Len(t, m.Failures, 2)
+	assert.Equal(t, int64(49_999_999), m.Failures[1].Count)
+	assert.Contains(t, m.Failures[1].Example, "49999999 shard(s) [0 1 2 3 4 6 7 8 9 10 ...] of 50000000")
 }
 
 func TestMergeNoTimedPhase(t *testing.T) {
@@ -208,6 +217,27 @@ func TestMergeErrors(t *testing.T) {
 			d[1].Shard = nil
 			return d
 		}, "not a shard"},
+		{"overflow", func() []*Document {
+			d := shardDocs(t)
+			for _, x := range d {
+				x.Counts.Sent, x.Counts.Received, x.Counts.Total = 1<<62, 0, 1<<62
+			}
+			return d
+		}, "counts overflow"},
+		{"failure overflow", func() []*Document {
+			d := shardDocs(t)
+			for _, x := range d {
+				x.Failures = []Failure{{Kind: FailReset, Count: 1 << 62}}
+			}
+			return d
+		}, "counts overflow"},
+		{"float overflow", func() []*Document {
+			d := shardDocs(t)
+			for _, x := range d {
+				x.Client.CPUUserSeconds = 1e308
+			}
+			return d
+		}, "merged document is invalid"},
 		{"histogram", func() []*Document {
 			d := shardDocs(t)
 			d[1].Latency[LatencyDelivery] = &Histogram{HDR: "xx", Count: 1}

@@ -97,7 +97,8 @@ func Read(r io.Reader, name string) (*Document, error) {
 	return d, nil
 }
 
-func decode(data []byte) (*Document, error, error) {
+// decode parses and validates a document; on failure kind is the category.
+func decode(data []byte) (d *Document, kind, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, ErrTruncated, errors.New("empty input")
 	}
@@ -106,7 +107,7 @@ func decode(data []byte) (*Document, error, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&probe); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, ErrTruncated, errors.New("unexpected end of JSON")
+			return nil, ErrTruncated, fmt.Errorf("unexpected end of JSON after %d bytes", len(data))
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -134,8 +135,8 @@ func decode(data []byte) (*Document, error, error) {
 	if schema < 1 || schema > SchemaVersion {
 		return nil, ErrUnknownSchema, fmt.Errorf("schema %d (this build of volanogo reads 1 to %d)", schema, SchemaVersion)
 	}
-	var d Document
-	if err := json.Unmarshal(data, &d); err != nil {
+	d = new(Document)
+	if err := json.Unmarshal(data, d); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return nil, ErrNotDocument, fmt.Errorf("field %q: %s where %s expected", te.Field, te.Value, te.Type)
@@ -145,7 +146,7 @@ func decode(data []byte) (*Document, error, error) {
 	if err := d.Validate(); err != nil {
 		return nil, ErrInvalid, err
 	}
-	return &d, nil, nil
+	return d, nil, nil
 }
 
 func clip(s string, n int) string {

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"math"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -150,12 +151,12 @@ type TimelineAt struct {
 // the largest of the inputs' (coarsened further if needed to keep at most
 // MaxTimelinePoints points); each input point is added to the merged
 // interval in which it began, so a shard that started 0.4 s late has its
-// seconds counted up to a second early. Nil timelines are skipped; with none
-// left the result is nil.
+// seconds counted up to a second early. Nil and invalid timelines (see
+// Document.Validate) are skipped; with none left the result is nil.
 func MergeTimelines(parts ...TimelineAt) (*Timeline, time.Time) {
 	var ps []TimelineAt
 	for _, p := range parts {
-		if p.Timeline != nil && p.Timeline.IntervalSeconds > 0 && len(p.Timeline.Sent) == len(p.Timeline.Received) {
+		if p.Timeline != nil && p.Timeline.validate() == nil {
 			ps = append(ps, p)
 		}
 	}
@@ -170,29 +171,25 @@ func MergeTimelines(parts ...TimelineAt) (*Timeline, time.Time) {
 	}
 	// Each input point goes to the merged interval in which it began; the
 	// merged timeline ends with the interval of the last such point.
-	length := func(interval float64) int {
-		n := 0
+	length := func(interval float64) float64 {
+		n := 0.0
 		for _, p := range ps {
 			if k := len(p.Timeline.Sent); k > 0 {
 				off := p.Start.Sub(start).Seconds()
-				n = max(n, int((off+float64(k-1)*p.Timeline.IntervalSeconds)/interval)+1)
+				n = max(n, math.Floor((off+float64(k-1)*p.Timeline.IntervalSeconds)/interval)+1)
 			}
 		}
 		return n
 	}
-	n := length(interval)
-	for n > MaxTimelinePoints {
+	for length(interval) > MaxTimelinePoints {
 		interval *= 2
-		n = length(interval)
 	}
+	n := int(length(interval))
 	out := &Timeline{IntervalSeconds: interval, Sent: make([]int64, n), Received: make([]int64, n)}
 	for _, p := range ps {
 		off := p.Start.Sub(start).Seconds()
 		for i := range p.Timeline.Sent {
-			k := int((off + float64(i)*p.Timeline.IntervalSeconds) / interval)
-			if k >= n {
-				k = n - 1
-			}
+			k := min(max(int((off+float64(i)*p.Timeline.IntervalSeconds)/interval), 0), n-1)
 			out.Sent[k] += p.Timeline.Sent[i]
 			out.Received[k] += p.Timeline.Received[i]
 		}

@@ -122,3 +122,24 @@ func BenchmarkTimelineRecorderAdd(b *testing.B) {
 		}
 	})
 }
+
+func TestMergeTimelinesOddInput(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := &Timeline{IntervalSeconds: 1, Sent: []int64{1}, Received: []int64{2}}
+	for _, bad := range []*Timeline{
+		{IntervalSeconds: 0, Sent: []int64{5}, Received: []int64{5}},
+		{IntervalSeconds: 1e-300, Sent: []int64{5}, Received: []int64{5}},
+		{IntervalSeconds: 1e300, Sent: []int64{5}, Received: []int64{5}},
+		{IntervalSeconds: 1, Sent: []int64{5}, Received: nil},
+		{IntervalSeconds: 1, Sent: []int64{-5}, Received: []int64{5}},
+	} {
+		m, _ := MergeTimelines(TimelineAt{t0, a}, TimelineAt{t0.Add(time.Hour), bad})
+		assert.Equal(t, a, m, "%+v is skipped", bad)
+	}
+	// Shards centuries apart: coarse but bounded.
+	m, start := MergeTimelines(TimelineAt{t0, a}, TimelineAt{t0.AddDate(-300, 0, 0), &Timeline{IntervalSeconds: 0.001, Sent: []int64{1}, Received: []int64{1}}})
+	assert.Equal(t, t0.AddDate(-300, 0, 0), start)
+	assert.LessOrEqual(t, len(m.Sent), MaxTimelinePoints)
+	assert.Equal(t, int64(1), m.Sent[0])
+	assert.Equal(t, int64(1), m.Sent[len(m.Sent)-1])
+}

@@ -7,6 +7,16 @@ import (
 	"strings"
 )
 
+// Bounds that Validate enforces, so that a reader's work on a document is
+// bounded too.
+const (
+	// MaxHistograms bounds Document.Latency.
+	MaxHistograms = 64
+	// MaxFailures bounds Document.Failures (a FailureSet keeps at most
+	// MaxFailureKinds+1).
+	MaxFailures = 1024
+)
+
 // Validate checks what a reader relies on: a known schema, a run id,
 // non-negative counts, times and resource figures, Total = Sent + Received,
 // a consistent shard, timeline and failure list, and histograms that decode
@@ -58,7 +68,13 @@ func (d *Document) Validate() error {
 	nonNeg("score", d.Score)
 	nonNegF("throughput", d.Throughput)
 
+	if len(d.Latency) > MaxHistograms {
+		bad("%d latency histograms (at most %d)", len(d.Latency), MaxHistograms)
+	}
 	for name, h := range d.Latency {
+		if len(errs) > 20 {
+			break
+		}
 		if name == "" {
 			bad("latency histogram with an empty name")
 		}
@@ -74,7 +90,13 @@ func (d *Document) Validate() error {
 	nonNeg("connections.attempted", d.Connections.Attempted)
 	nonNeg("connections.established", d.Connections.Established)
 	nonNeg("connections.peak", d.Connections.Peak)
+	if len(d.Failures) > MaxFailures {
+		bad("%d failures (at most %d kinds)", len(d.Failures), MaxFailures)
+	}
 	for i, f := range d.Failures {
+		if len(errs) > 20 {
+			break
+		}
 		if f.Kind == "" {
 			bad("failures[%d] has no kind", i)
 		}
@@ -131,7 +153,7 @@ func (h *Histogram) validate() error {
 }
 
 func (t *Timeline) validate() error {
-	if !(t.IntervalSeconds > 0) || math.IsInf(t.IntervalSeconds, 0) {
+	if !(t.IntervalSeconds >= 0.001 && t.IntervalSeconds <= 1e9) {
 		return fmt.Errorf("interval_seconds is %v", t.IntervalSeconds)
 	}
 	if len(t.Sent) != len(t.Received) {
