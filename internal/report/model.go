@@ -242,7 +242,8 @@ type CapacityTable struct {
 type CapacityRow struct {
 	Platform string         `json:"platform"`
 	Steps    []CapacityStep `json:"steps"`
-	// Held is the most concurrent users of a step that did not break.
+	// Held is the largest step below the first that broke (every step when
+	// none broke): the capacity the sweep shows.
 	Held int64 `json:"held"`
 	// BrokeAt is the first step that broke (0 if none), and Reason why.
 	BrokeAt int64  `json:"broke_at,omitempty"`
