@@ -52,6 +52,15 @@
 // keeps its score and gets the letters ("1218a"). Steps of a
 // row above a failed step that have no runs show "----".
 //
+// # Is it fast?
+//
+// "Is it fast?" compares the platforms at one connection count:
+// Options.Step, or else the turn-taking step at which the most platforms
+// have a score (ties: the one nearest 1000 connections, Mark's default of
+// 50 rooms × 20 users, then the smaller). Rows are sorted best score first,
+// and every other table keeps that order. "Does it scale?" appears when the
+// turn-taking runs span two connection counts or more.
+//
 // # Limit
 //
 // The Limit of a row is the most connections any of its turn-taking runs
@@ -66,7 +75,20 @@
 // Each distinct failure cause (a failure kind and its first example text)
 // gets one footnote, lettered a, b, c … in the order the tables first cite
 // them. A failed run cites its first failure (the earliest, else the most
-// frequent kind).
+// frequent kind); for "open_files" the client's open-files limit is added
+// to the example when the document knows it.
+//
+// # Paced capacity and latency
+//
+// Paced (open-loop) steps are tabulated as a game-server vendor publishes a
+// capacity test: per step the concurrent users, messages in and out per
+// second and the server's CPU % (medians over the counted runs), the p99 of
+// delivery latency from the scheduled send (merged histograms), and whether
+// the step broke (a counted run failed, was interrupted or had
+// Paced.Broken) with its reason. The latency table merges the delivery
+// histograms of the passed counted runs of every turn-taking cell (all
+// counted runs of a paced one). Churn runs are listed in the environments
+// but not tabulated.
 //
 // # Processor scalability
 //
