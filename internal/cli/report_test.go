@@ -34,7 +34,7 @@ func TestReportExitCodes(t *testing.T) {
 		assert.Contains(t, out, "109911") // 2,100 connections, with the merged shards
 	})
 	t.Run("1: bad files named and skipped, the rest reported", func(t *testing.T) {
-		code, out, errOut := run(t, "report", fixture("scale"), fixture("bad"))
+		code, out, errOut := run(t, "report", fixture("cpus"), fixture("bad"))
 		assert.Equal(t, 1, code)
 		assert.Contains(t, out, "Is it fast?")
 		for _, want := range []string{"not-a-document.json: not a result document", "truncated.json: truncated",
@@ -67,15 +67,16 @@ func TestReportExitCodes(t *testing.T) {
 		assert.Contains(t, errOut, "nope.json")
 	})
 	t.Run("2: bad flags", func(t *testing.T) {
+		dir := fixture("cpus")
 		for _, args := range [][]string{
-			{"report", "--format", "pdf", fixture("scale")},
-			{"report", "--by", "colour", fixture("scale")},
-			{"report", "--best", "3", "--of", "2", fixture("scale")},
-			{"report", "--best", "0", fixture("scale")},
-			{"report", "--discard", "-1", fixture("scale")},
-			{"report", fixture("scale"), "--compare", "go1.26-linux"},
-			{"report", "--compare", "a,b,c", fixture("scale")},
-			{"report", "--compare", "go1.26-linux", "nosuch", fixture("scale")},
+			{"report", "--format", "pdf", dir},
+			{"report", "--by", "colour", dir},
+			{"report", "--best", "3", "--of", "2", dir},
+			{"report", "--best", "0", dir},
+			{"report", "--discard", "-1", dir},
+			{"report", dir, "--compare", "go1.26-linux"},
+			{"report", "--compare", "a,b,c", dir},
+			{"report", "--compare", "go1.26-linux", "nosuch", dir},
 		} {
 			code, _, errOut := run(t, args...)
 			assert.Equal(t, 2, code, "%v: %s", args, errOut)
@@ -84,17 +85,19 @@ func TestReportExitCodes(t *testing.T) {
 }
 
 func TestReportCompareSpellings(t *testing.T) {
+	const a, b = "go1.26-linux (1 CPU)", "go1.26-linux (2 CPUs)"
+	dir := fixture("cpus")
 	var outs []string
 	for _, args := range [][]string{
-		{"report", "--compare", "go1.26-linux", "java17-volano", fixture("scale")},
-		{"report", fixture("scale"), "--compare", "go1.26-linux", "java17-volano"},
-		{"report", "--compare", "go1.26-linux,java17-volano", fixture("scale")},
-		{"report", "--compare", "go1.26-linux", "--compare", "java17-volano", fixture("scale")},
-		{"report", "-compare", "go1.26-linux", "java17-volano", fixture("scale")},
+		{"report", "--by", "cpus", "--compare", a, b, dir},
+		{"report", "--by", "cpus", dir, "--compare", a, b},
+		{"report", "--by", "cpus", "--compare", a + "," + b, dir},
+		{"report", "--by", "cpus", "--compare", a, "--compare", b, dir},
+		{"report", "-by", "cpus", "-compare", a, b, dir},
 	} {
 		code, out, errOut := run(t, args...)
 		require.Equal(t, 0, code, "%v: %s", args, errOut)
-		assert.Contains(t, out, "Compare: go1.26-linux vs java17-volano")
+		assert.Contains(t, out, "Compare: "+a+" vs "+b)
 		outs = append(outs, out)
 	}
 	for _, o := range outs[1:] {
@@ -123,7 +126,7 @@ func TestReportStdinAndFormats(t *testing.T) {
 func TestReportOutputFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "report.html")
-	code, out, errOut := run(t, "report", "-o", path, fixture("scale"))
+	code, out, errOut := run(t, "report", "-o", path, fixture("cpus"))
 	require.Equal(t, 0, code, errOut)
 	assert.Empty(t, out)
 	data, err := os.ReadFile(path)
@@ -134,13 +137,13 @@ func TestReportOutputFile(t *testing.T) {
 	assert.Len(t, entries, 1, "no temporary file left behind")
 
 	// --format wins over the extension.
-	code, _, errOut = run(t, "report", "--format", "csv", "-o", path, fixture("scale"))
+	code, _, errOut = run(t, "report", "--format", "csv", "-o", path, fixture("cpus"))
 	require.Equal(t, 0, code, errOut)
 	data, err = os.ReadFile(path)
 	require.NoError(t, err)
 	assert.True(t, bytes.HasPrefix(data, []byte("table,platform")))
 
-	code, _, _ = run(t, "report", "-o", filepath.Join(dir, "no", "such", "dir.txt"), fixture("scale"))
+	code, _, _ = run(t, "report", "-o", filepath.Join(dir, "no", "such", "dir.txt"), fixture("cpus"))
 	assert.Equal(t, 1, code)
 }
 
