@@ -1,0 +1,82 @@
+// Package load is volanogo's client swarm: VolanoMark's client (the
+// original's COM.volano.Mark, protocol sheet §10) rebuilt, wire-compatible,
+// so that it measures volanogo's server, the original Java server or any
+// server that speaks the VOLANO protocol, with scores that compare with the
+// original's. Run takes a Config and writes the results; it never prints
+// elsewhere and never reads flags (internal/cli does).
+//
+// # A run
+//
+// A run has rooms Room<start>…, each with users Mark1…MarkN, one connection
+// each. The set-up is not timed: rooms connect in parallel (at most
+// Config.ConnectConcurrency at a time, at most Config.ConnectRate new
+// connections per second, source addresses round-robin from Config.Bind),
+// the users of one room strictly in order, each sending Access (version
+// 2.13.4, Mark's documentBase and codeBase, volanogo's platform in the JVM
+// property slots) and EnterRoom with Mark's profile, until every user has
+// seen the room full (Mark's enterCount). Every wait has a deadline
+// (Config.StallTimeout).
+//
+// The timed phase starts when every room is ready. In turn-taking mode
+// (pause 0) user 1 of each room sends the room's first chat, the fixed
+// 60-character text; every user, on each chat indication, counts it and
+// sends the next chat when (sent+received) mod users = its number−1, until
+// it has sent count; then user 1 leaves (ExitRoom, RoomList), each user k
+// leaves once k−1 users have left, and a user is done at its RoomList
+// confirm. The phase ends when every user is done. In pause mode (open
+// loop) every user sends one chat every pause from a random offset in
+// [0, pause), on an absolute schedule whatever the replies, until count or
+// Config.Duration; then the run waits for the messages in flight and every
+// user leaves.
+//
+// # Cost per message
+//
+// Each connection has one goroutine. In turn-taking it reads and sends: a
+// chat is pre-encoded, and exactly one message per room is in flight, so the
+// sender writes it from its reading goroutine. Over TCP the goroutine's loop
+// runs inside one syscall.RawConn.Read callback, reading the socket with
+// read(2) itself: after a read that drained the socket it waits for
+// readiness instead of trying one more read, so a received message costs
+// one read(2). Packets are split by protocol.Reader and chats viewed by
+// protocol.ParseChat without allocating. Counts are the goroutine's own
+// until the end; the only shared writes per message are the room's send
+// time (atomic) and, per batch of 128, a histogram shard under its lock.
+//
+// # What a run checks
+//
+// Every receiver checks that each message of its room arrives exactly once
+// and in turn order: message k of a room must come from Mark((k−1) mod
+// users + 1). A gap, a duplicate or a message out of turn is an integrity
+// failure (the user then follows the sender, so that the room goes on), and
+// so are totals that differ from rooms × users × count sent and
+// sent × (users−1) received. In pause mode each receiver counts per sender
+// and the totals are compared after the drain. A room that makes no
+// progress for the stall timeout fails the run with a message naming the
+// room, the user it waits for and the last packet that user saw. Failures
+// are classified (refused, open files, no source port, timeout, reset,
+// closed, protocol, server error, denied, stall, integrity) and end the run
+// at once, except server errors and integrity failures, which are counted.
+//
+// # What a run measures
+//
+// Mark's counts and score (results.MarkScore), the latency of every
+// indication from its send (turn-taking: the room knows the send time of
+// its message in flight, in a ring indexed by message number; pause mode:
+// the sender's record of its n-th send, matched by the receiver's count of
+// that sender's messages, both from the actual send and from the scheduled
+// one, which corrects for coordinated omission), the turn time (from one
+// send of a room to the next), the connect time, a per-second timeline,
+// the client's CPU (getrusage) and peak RSS, and the server's CPU and RSS
+// when known: from its Prometheus metrics (Config.ServerMetrics, or the
+// metrics port of a server started with Config.Serve) or from
+// /proc/<pid> (Config.ServerCmd). Each run gives a results.Document.
+//
+// # Runs and steps
+//
+// Config.Steps runs a scalability test, one step per room count; each step
+// has Config.Runs runs, of which the first Config.Discard are discarded; the
+// summary applies the Volano Report's rule (the average of the best two of
+// the next three) and gives the median. With Config.Serve or
+// Config.ServerCmd every run gets a fresh server on a free loopback port,
+// stopped after it (SIGTERM, then SIGKILL).
+package load
