@@ -24,7 +24,7 @@
 // Optional fields may be absent; an absent number means 0, an absent object
 // means "not measured" or "not applicable".
 //
-// Top-level fields (Go names in parentheses where they differ):
+// Top-level fields (the Go field of each is in Document):
 //
 //	schema            int     format version, 1 to SchemaVersion (see below)
 //	run_id            string  the run; all shards of a run share it; never empty
@@ -110,6 +110,9 @@
 // Document.Validate), so that a reader can trust counts, histograms and
 // timelines; errors name the input and fall in categories testable with
 // errors.Is: ErrNotDocument, ErrInvalid, ErrUnknownSchema, ErrTruncated.
+// Validation also bounds a reader's work: at most MaxDocumentBytes,
+// MaxHistograms latency histograms (each at most 16 MiB decoded),
+// MaxFailures failure kinds and MaxTimelinePoints timeline points.
 //
 // Shards of one run (same run_id, distinct shard.index) merge with Merge or
 // MergeAll: counts add, histograms merge, the elapsed time spans the union

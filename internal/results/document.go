@@ -142,7 +142,8 @@ type Config struct {
 	ServerCommand []string `json:"server_command,omitempty"`
 }
 
-// Environment describes a machine.
+// Environment describes a machine. OpenFilesSoft and OpenFilesHard are
+// RLIMIT_NOFILE (-1: unlimited, 0: unknown).
 type Environment struct {
 	Hostname      string `json:"hostname"`
 	OS            string `json:"os"`                     // runtime.GOOS
