@@ -524,3 +524,37 @@ func TestHotPathAllocs(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+func TestServeWebSocket(t *testing.T) {
+	checkGoroutines(t)
+	cfg := Config{Serve: true, ServeCommand: helperServeArgv(t), Transport: TransportWS, Steps: []int{1}, Users: 3, Count: 3,
+		StallTimeout: 5 * time.Second, Runs: 1}
+	res, err := Run(context.Background(), cfg, &bytes.Buffer{})
+	require.NoError(t, err)
+	d := res.Steps[0].Docs[0]
+	assert.Equal(t, int64(9), d.Counts.Sent)
+	assert.Regexp(t, `^ws://127\.0\.0\.1:\d+/chat$`, d.Config.URL)
+	assert.Contains(t, d.Config.ServerCommand, "--ws-listen")
+}
+
+func TestPacedSweepStopsWhenBroken(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	cfg := tcpConfig(t, s.Addr().String())
+	cfg.Steps, cfg.Users, cfg.Count, cfg.Pause = []int{1, 2}, 2, 3, 10*time.Millisecond
+	cfg.SLO = time.Nanosecond
+	var out bytes.Buffer
+	res, err := Run(context.Background(), cfg, &out)
+	require.ErrorIs(t, err, ErrFailed)
+	require.Len(t, res.Steps, 1, "the sweep stops at the broken step")
+	d := res.Steps[0].Docs[0]
+	assert.True(t, d.Passed, "an SLO break is not a failure")
+	assert.True(t, d.Paced.Broken)
+	assert.Contains(t, d.Paced.Reason, "over the SLO of 1ns")
+	assert.Contains(t, out.String(), "The sweep stops at 1 rooms")
+
+	cfg.KeepGoing = true
+	res, err = Run(context.Background(), cfg, &bytes.Buffer{})
+	require.ErrorIs(t, err, ErrFailed)
+	assert.Len(t, res.Steps, 2)
+}
