@@ -119,6 +119,7 @@ type loadOptions struct {
 	serverCmd                  string
 	runs, discard              int
 	quiet, progress, keepGoing bool
+	batchReads                 bool
 	cpuprofile                 string
 	seed                       int64
 }
@@ -183,6 +184,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.DurationVar(&o.stall, "stall-timeout", load.DefaultStallTimeout, "fail a room that makes no progress for this long; bounds each wait of the set-up")
 	f.StringSliceVar(&o.bind, "bind", nil, "source addresses, round-robin: a list, range (127.0.0.1-127.0.0.9) or prefix (127.0.1.0/24)")
 	f.DurationVar(&o.slo, "slo", load.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
+	f.BoolVar(&o.batchReads, "batch-reads", false, "turn-taking over TCP (Linux): wake each user once per turn (SO_RCVLOWAT); less client CPU, delivery latency of turn-giving messages only")
 	f.BoolVar(&o.keepGoing, "keep-going", false, "paced sweeps: run the next steps after a broken one")
 	f.StringVar(&o.serverMetrics, "server-metrics", "", "Prometheus URL of the server, for its CPU and memory")
 	f.BoolVar(&o.serve, "serve", false, "start a fresh 'volanogo serve' on a free loopback port for each run")
@@ -244,6 +246,7 @@ func (o *loadOptions) config() (load.Config, error) {
 		Bind:               o.bind,
 		SLO:                o.slo,
 		KeepGoing:          o.keepGoing,
+		BatchReads:         o.batchReads,
 		ServerMetrics:      o.serverMetrics,
 		Serve:              o.serve,
 		ServerCmd:          o.serverCmd,

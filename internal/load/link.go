@@ -37,6 +37,9 @@ type link struct {
 	raw     bool
 	fd      int
 	mayRead bool
+	// rbuf, when set (batched reads), holds what one read(2) returned.
+	rbuf       []byte
+	rpos, rend int
 }
 
 // errWouldBlock is Read's answer in raw mode when the socket has been

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -557,4 +558,44 @@ func TestPacedSweepStopsWhenBroken(t *testing.T) {
 	res, err = Run(context.Background(), cfg, &bytes.Buffer{})
 	require.ErrorIs(t, err, ErrFailed)
 	assert.Len(t, res.Steps, 2)
+}
+
+func TestBatchReads(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("SO_RCVLOWAT batching is Linux only")
+	}
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	cfg := tcpConfig(t, s.Addr().String())
+	cfg.Steps, cfg.Users, cfg.Count, cfg.BatchReads = []int{3}, 12, 20, true
+	var out bytes.Buffer
+	res, err := Run(context.Background(), cfg, &out)
+	require.NoError(t, err, out.String())
+	d := res.Steps[0].Docs[0]
+	assert.Equal(t, int64(720), d.Counts.Sent)
+	assert.Equal(t, int64(720*11), d.Counts.Received)
+	assert.Equal(t, int64(720), d.Latency[results.LatencyDelivery].Count, "one turn-giving delivery per message")
+}
+
+func TestBatchReadsIntegrityDrop(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("SO_RCVLOWAT batching is Linux only")
+	}
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	var dropped atomic.Bool
+	p := newProxy(t, s.Addr().String(), func(conn int, f protocol.Frame) [][]byte {
+		if conn == 2 && isChatIndication(f) && dropped.CompareAndSwap(false, true) {
+			return nil
+		}
+		return [][]byte{copyRaw(f)}
+	})
+	cfg := tcpConfig(t, p.addr())
+	cfg.Steps, cfg.Users, cfg.Count, cfg.BatchReads = []int{1}, 4, 3, true
+	cfg.StallTimeout = 800 * time.Millisecond
+	d, _ := runExpectFailure(t, cfg)
+	assert.Nil(t, failure(d, results.FailStall), "the watchdog turns batching off before the stall: %+v", d.Failures)
+	f := failure(d, results.FailIntegrity)
+	require.NotNil(t, f, "%+v", d.Failures)
+	assert.Contains(t, f.Example, "(1 lost)")
 }

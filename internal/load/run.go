@@ -311,6 +311,10 @@ func (rs *runState) watch(ctx context.Context, allDone <-chan struct{}) (interru
 					r.wdProgress, r.wdAt = p, now
 					continue
 				}
+				if rs.cfg.BatchReads && !r.unbatched && now-r.wdAt > stall/4 {
+					r.unbatched = true
+					r.unbatch()
+				}
 				if now-r.wdAt > stall {
 					rs.failures.Add(results.FailStall, r.stallReport(time.Duration(now-r.wdAt)), time.Now())
 					rs.abort()

@@ -31,6 +31,12 @@ func (u *user) turns() error {
 		case protocol.IDChat:
 			if f.Type == protocol.Confirm {
 				u.confirms++
+				if u.batch {
+					u.confirmPending--
+					if len(f.Raw) != r.confirmSize {
+						u.batchOff.Store(true)
+					}
+				}
 				return false, nil
 			}
 			v, err := protocol.ParseChat(f.Body)
@@ -39,6 +45,11 @@ func (u *user) turns() error {
 			}
 			if f.Type != protocol.Indication || v.RoomID != 0 {
 				return false, u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
+			}
+			if u.batch {
+				if s := markNumber(v.UserName); s < 1 || s > n || len(f.Raw) != r.indSize[s-1] {
+					u.batchOff.Store(true)
+				}
 			}
 			now := nanotime()
 			if !u.acceptTurn(v.UserName, n, now) || u.seq%n != myTurn || u.exited {
@@ -116,11 +127,36 @@ func (u *user) acceptTurn(name []byte, n, now int64) bool {
 		}
 	}
 	u.seq++
-	if st := u.r.sendAt[u.seq&u.r.mask].Load(); st != 0 {
-		u.record(kDelivery, now-st)
+	// With batched reads only the indication that gives the reader its
+	// turn is read as it arrives; the others wait for it.
+	if !u.batch || u.seq%n == int64(u.num-1) {
+		if st := u.r.sendAt[u.seq&u.r.mask].Load(); st != 0 {
+			u.record(kDelivery, now-st)
+		}
 	}
 	u.tick(now, 0, 1)
 	return true
+}
+
+// wantBytes is what a user with batched reads waits for: the confirm of
+// its last chat and every indication up to the one that gives it its turn;
+// 1 (any byte) when the room ends before that turn or batching is off.
+func (u *user) wantBytes() int {
+	r := u.r
+	n := int64(len(r.users))
+	if u.exited || u.batchOff.Load() {
+		return 1
+	}
+	d := (int64(u.num-1) - u.seq%n + n) % n
+	v := u.seq + d
+	if d == 0 || v > int64(r.rs.cfg.Count)*n {
+		return 1
+	}
+	total := u.confirmPending * r.confirmSize
+	for k := u.seq + 1; k <= v; k++ {
+		total += r.indSize[(k-1)%n]
+	}
+	return max(total-u.rd.Buffered(), 1)
 }
 
 func (u *user) integrity(msg string) {
@@ -140,6 +176,7 @@ func (u *user) sendChat() error {
 	r.seq.Store(u.seq)
 	r.progress.Add(1)
 	u.tick(now, 1, 0)
+	u.confirmPending++
 	if err := u.l.write(u.chat); err != nil {
 		return u.failIO("write", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,9 +69,15 @@ type room struct {
 	seq      atomic.Int64 // turn-taking: the last message number sent
 	done     atomic.Int32 // users finished
 
+	// Batched reads: the size of a chat indication from each user and of
+	// a chat confirm, as Mark's server sends them.
+	indSize     []int
+	confirmSize int
+
 	// watchdog state (the watchdog goroutine only)
 	wdProgress int64
 	wdAt       int64
+	unbatched  bool
 }
 
 // user is one simulated chat user (one connection).
@@ -94,6 +101,14 @@ type user struct {
 	latN                     [nKinds]int
 	tlNext, tlStart          int64
 	tlSent, tlRecv           int64
+
+	// Batched reads (Config.BatchReads): the low-water mark set, the
+	// confirm this user still expects, and the switch the watchdog or a
+	// packet of an unexpected size turns off.
+	batch          bool
+	batchOff       atomic.Bool
+	lowat          int
+	confirmPending int
 
 	lastPkt atomic.Uint64 // id<<32 | type, for stall reports
 	setupAt time.Duration // connect to EnterRoom confirm
@@ -138,8 +153,13 @@ func newRoom(rs *runState, index, num, users int) (*room, error) {
 	if err != nil {
 		return nil, err
 	}
+	batch := rs.cfg.BatchReads && runtime.GOOS == "linux" && !rs.paced && rs.cfg.Count > 0 && rs.cfg.Duration == 0 && rs.cfg.Transport != TransportWS
+	// header 6, question 1, room id 4, room name, user name, text (Mark's
+	// 60 characters, trimmed to 59 by the server).
+	r.confirmSize = 6 + 1 + 4 + 2 + len(r.name) + 2 + 2
 	for j := 1; j <= users; j++ {
-		u := &user{r: r, num: j, name: "Mark" + strconv.Itoa(j)}
+		u := &user{r: r, num: j, name: "Mark" + strconv.Itoa(j), batch: batch}
+		r.indSize = append(r.indSize, 6+1+4+2+len(r.name)+2+len(u.name)+2+len(MarkText)-1)
 		u.shard = rs.shards[(index*users+j)%len(rs.shards)]
 		if u.chat, err = (&protocol.Chat{Type: protocol.Request, RoomName: r.name, UserName: u.name, Text: MarkText}).AppendPacket(nil); err != nil {
 			return nil, err
