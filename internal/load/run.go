@@ -494,9 +494,6 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64, srvStart, srv
 	if doc.ElapsedSeconds > 0 {
 		doc.Throughput = float64(c.Total) / doc.ElapsedSeconds
 	}
-	if doc.Interrupted {
-		rs.failures.Add(results.FailOther, "interrupted", time.Now())
-	}
 	doc.Failures = rs.failures.List()
 	doc.Passed = len(doc.Failures) == 0 && !doc.Interrupted
 	if s, ok := results.MarkScore(c.Total, elapsedMs); ok && doc.Passed && !rs.paced {
@@ -541,15 +538,12 @@ func brokenReason(doc *results.Document, lost int64, slo time.Duration) (bool, s
 			}
 		case results.FailStall:
 			reasons = append(reasons, "stalled: "+f.Example)
-		case results.FailOther:
-			if f.Example == "interrupted" {
-				reasons = append(reasons, "interrupted")
-				continue
-			}
-			fallthrough
 		default:
 			reasons = append(reasons, results.Describe(f.Kind)+": "+f.Example)
 		}
+	}
+	if doc.Interrupted {
+		reasons = append(reasons, "interrupted")
 	}
 	h := doc.Latency[results.LatencyDeliveryScheduled]
 	if h == nil {

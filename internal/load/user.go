@@ -293,7 +293,7 @@ func (e *userError) Error() string {
 
 func (e *userError) Unwrap() error { return e.err }
 
-// failRead classifies an error reading or writing the user's connection.
+// failIO classifies an error reading or writing the user's connection.
 func (u *user) failIO(what string, err error) *userError {
 	kind := results.Classify(err)
 	var de *protocol.DecodeError
