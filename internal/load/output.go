@@ -240,7 +240,6 @@ func summarize(rooms int, docs []*results.Document) StepSummary {
 }
 
 func writeSummary(w io.Writer, steps []StepSummary) {
-	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Summary")
 	for _, s := range steps {
 		fmt.Fprintf(w, "Rooms %d (%d connections):\n", s.Rooms, s.Rooms*usersOf(s))
@@ -276,7 +275,11 @@ func writeSummary(w io.Writer, steps []StepSummary) {
 		if s.Score > 0 {
 			fmt.Fprintf(w, "  score (best 2 of 3) = %d messages per second, median %.0f\n", s.Score, s.Median)
 		} else if len(s.Docs) > 0 && s.Docs[0].Paced == nil {
-			fmt.Fprintln(w, "  score = ---- (too few runs passed)")
+			why := "too few runs passed"
+			if s.Passed {
+				why = "no counted run lasted a second"
+			}
+			fmt.Fprintf(w, "  score = ---- (%s)\n", why)
 		}
 	}
 }
