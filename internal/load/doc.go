@@ -40,7 +40,7 @@
 // one read(2). Packets are split by protocol.Reader and chats viewed by
 // protocol.ParseChat without allocating. Counts are the goroutine's own
 // until the end; the only shared writes per message are the room's send
-// time (atomic) and, per batch of 128, a histogram shard under its lock.
+// time (atomic) and, per batch of 32, a histogram shard under its lock.
 //
 // # What a run checks
 //

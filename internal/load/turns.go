@@ -229,7 +229,8 @@ func (u *user) pacedRead() error {
 			}
 			u.got[s-1]++
 			nth := u.got[s-1]
-			slot := &r.users[s-1].ring[nth&(pacedRing-1)]
+			ring := r.users[s-1].ring
+			slot := &ring[nth&int64(len(ring)-1)]
 			if slot.n.Load() == nth {
 				sent, sched := slot.sent.Load(), slot.sched.Load()
 				if slot.n.Load() == nth {
@@ -280,7 +281,7 @@ func (u *user) pacedSend(offset time.Duration) error {
 			break
 		}
 		sent++
-		slot := &u.ring[sent&(pacedRing-1)]
+		slot := &u.ring[sent&int64(len(u.ring)-1)]
 		slot.n.Store(-1)
 		slot.sched.Store(next)
 		now := nanotime()

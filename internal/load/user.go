@@ -42,8 +42,9 @@ func (s *histShard) hist(k int) *hdrhistogram.Histogram {
 	return s.h[k]
 }
 
-// latBatch is the number of values a user buffers before flushing.
-const latBatch = 128
+// latBatch is the number of values a user buffers before flushing (small:
+// every user has its buffers).
+const latBatch = 32
 
 // room is one chat room of the run.
 type room struct {
@@ -125,7 +126,20 @@ type sendSlot struct {
 	n, sched, sent atomic.Int64
 }
 
-const pacedRing = 256
+// pacedRingSize is the number of a paced user's recent sends kept for
+// the receivers: enough for the messages in flight over a stall timeout
+// (a later arrival is counted but not timed), at most 256.
+func pacedRingSize(cfg *Config) int {
+	want := 8
+	if cfg.Pause > 0 {
+		want = int(cfg.StallTimeout/cfg.Pause) + 2
+	}
+	size := 8
+	for size < want && size < 256 {
+		size <<= 1
+	}
+	return size
+}
 
 func newRoom(rs *runState, index, num, users int) (*room, error) {
 	r := &room{rs: rs, index: index, num: num, name: "Room" + strconv.Itoa(num)}
@@ -175,7 +189,7 @@ func newRoom(rs *runState, index, num, users int) (*room, error) {
 			return nil, err
 		}
 		if rs.paced {
-			u.ring = make([]sendSlot, pacedRing)
+			u.ring = make([]sendSlot, pacedRingSize(rs.cfg))
 			u.got = make([]int64, users)
 		}
 		r.users = append(r.users, u)
