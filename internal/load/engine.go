@@ -233,6 +233,9 @@ func runStep(ctx context.Context, cfg *Config, rooms int, bind *binder, progress
 	doc, err := runOnce(ctx, cfg, rooms, d, probe, progress)
 	if doc != nil && srv != nil {
 		doc.Config.ServerCommand = serverCmd
+		if doc.Server != nil {
+			doc.Server.CPUs = processCPUs(srv.pid())
+		}
 		if d.transport == TransportTCP {
 			host, port, _ := net.SplitHostPort(d.addr)
 			doc.Config.Host = host

@@ -404,6 +404,10 @@ func TestServeRunRules(t *testing.T) {
 			assert.True(t, d.Passed, "%+v", d.Failures)
 			require.NotNil(t, d.Server, "server usage from its metrics")
 			assert.Equal(t, "metrics", d.Server.Source)
+			assert.Positive(t, d.Server.GOMAXPROCS)
+			if runtime.GOOS == "linux" {
+				assert.Positive(t, d.Server.CPUs)
+			}
 			assert.NotEmpty(t, d.Config.ServerCommand)
 			assert.NotEqual(t, 8000, d.Config.Port)
 		}

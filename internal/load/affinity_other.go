@@ -1,0 +1,5 @@
+//go:build !linux
+
+package load
+
+func processCPUs(pid int) int { return 0 }
