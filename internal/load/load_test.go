@@ -603,3 +603,27 @@ func TestBatchReadsIntegrityDrop(t *testing.T) {
 	require.NotNil(t, f, "%+v", d.Failures)
 	assert.Contains(t, f.Example, "(1 lost)")
 }
+
+func TestPacedLoss(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	var dropped atomic.Bool
+	p := newProxy(t, s.Addr().String(), func(conn int, f protocol.Frame) [][]byte {
+		if conn == 1 && isChatIndication(f) && dropped.CompareAndSwap(false, true) {
+			return nil
+		}
+		return [][]byte{copyRaw(f)}
+	})
+	cfg := tcpConfig(t, p.addr())
+	cfg.Steps, cfg.Users, cfg.Count, cfg.Pause = []int{1}, 3, 5, 10*time.Millisecond
+	cfg.StallTimeout = 400 * time.Millisecond
+	d, out := runExpectFailure(t, cfg)
+	require.NotNil(t, d.Paced)
+	assert.True(t, d.Paced.Broken)
+	assert.Contains(t, d.Paced.Reason, "1 messages lost")
+	f := failure(d, results.FailIntegrity)
+	require.NotNil(t, f, "%+v", d.Failures)
+	assert.Equal(t, int64(15), d.Counts.Sent)
+	assert.Equal(t, int64(29), d.Counts.Received)
+	assert.Contains(t, out, "Step broken        = ")
+}
