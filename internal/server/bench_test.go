@@ -18,15 +18,18 @@ import (
 // bound is 3.5 µs at 50 rooms × 20 users × 100 messages:
 //
 //	go test -run '^$' -bench MarkServerCPU -benchtime 3x ./internal/server
+//
+// VOLANOGO_BENCH_ROOMS and VOLANOGO_BENCH_COUNT change the rooms and the
+// messages per user (the scalability steps: 15 rooms against 950).
 func BenchmarkMarkServerCPU(b *testing.B) {
-	rooms, users, count := 50, 20, 100
+	rooms, users, count := envInt("VOLANOGO_BENCH_ROOMS", 50), 20, envInt("VOLANOGO_BENCH_COUNT", 100)
 	child := startChild(b, 0)
 	var msgs int64
 	var cpu, wall time.Duration
 	b.ResetTimer()
 	for range b.N {
 		before := child.cpu(b)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		res, err := runMark(ctx, child.addr, rooms, users, count)
 		cancel()
 		if err != nil {
@@ -51,10 +54,7 @@ func BenchmarkMarkServerCPU(b *testing.B) {
 //
 //	VOLANOGO_BENCH_CONNS=19000 go test -run '^$' -bench ServerMemory -benchtime 1x ./internal/server
 func BenchmarkServerMemory(b *testing.B) {
-	n := 5000
-	if v, err := strconv.Atoi(os.Getenv("VOLANOGO_BENCH_CONNS")); err == nil && v > 0 {
-		n = v
-	}
+	n := envInt("VOLANOGO_BENCH_CONNS", 5000)
 	for range b.N {
 		child := startChild(b, 0)
 		child.gc(b)
@@ -97,4 +97,11 @@ func BenchmarkServerMemory(b *testing.B) {
 			nc.Close()
 		}
 	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

@@ -19,23 +19,27 @@ import (
 const writeStall = 30 * time.Second
 
 // conn is one client connection, over TCP or WebSocket.
+//
+// The fields that relaying a chat to this connection touches come first,
+// so that they share one cache line: at 19,000 connections the relay's
+// user-space time is mostly cache misses on the receivers' state.
 type conn struct {
-	s      *Server
-	nc     net.Conn
-	fd     int // TCP on unix: the socket, for non-blocking writes; -1 otherwise
-	ws     *websocket.Conn
-	remote string
-
-	mu        sync.Mutex // guards the fields below
-	out       []byte     // TCP: bytes the socket has not taken yet
+	mu        sync.Mutex // guards the fields down to wake
+	fd        int        // TCP on unix: the socket, for non-blocking writes; -1 otherwise
+	ws        *websocket.Conn
+	closed    bool
+	flushing  bool   // TCP: a writer goroutine owns out
+	lingering string // close with this reason once the queue is written
+	out       []byte // TCP: bytes the socket has not taken yet
+	s         *Server
 	spare     []byte
 	wsq       [][]byte // WebSocket: packets waiting for the writer
 	queued    int      // bytes waiting (either transport)
-	flushing  bool     // TCP: a writer goroutine owns out
-	closed    bool
 	reason    string
-	lingering string        // close with this reason once the queue is written
 	wake      chan struct{} // WebSocket writer
+
+	nc     net.Conn
+	remote string
 
 	// Owned by the reading goroutine.
 	accessed bool
