@@ -10,6 +10,10 @@ import (
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
+// maxPacket bounds one packet from the server. Access and RoomList
+// confirms list every room on the server, so they grow with the run.
+const maxPacket = 4 << 20
+
 // limiter is a token bucket of one token: new connections at most rate per
 // second (a nil limiter does not limit).
 type limiter struct {
@@ -123,7 +127,7 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 			return errAborted
 		}
 		u.l = l
-		u.rd = protocol.NewReader(l, 0)
+		u.rd = protocol.NewReader(l, maxPacket)
 		deadline := time.Now().Add(timeout)
 		_ = l.setReadDeadline(deadline)
 		_ = l.setWriteDeadline(deadline)
