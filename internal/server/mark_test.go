@@ -324,6 +324,9 @@ func childMain() int {
 			return 1
 		}
 	}
+	if os.Getenv("VOLANOGO_CHILD_WRITE") == "write" {
+		useSendto = false
+	}
 	if path := os.Getenv("VOLANOGO_CHILD_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
