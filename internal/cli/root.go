@@ -62,6 +62,14 @@ func NewRoot(io *IO) *cobra.Command {
 of long-lived connections, as VolanoMark did from 1997 to 2005: a chat
 server, a swarm of users taking turns broadcasting in rooms of 20, and a
 report that turns runs into scores, scalability tables and footnotes.`,
+		Example: `  volanogo serve                          # terminal 1: the server on :8000, metrics on :9090
+  volanogo load -count 100                # terminal 2: 50 rooms x 20 users, prints the score
+  volanogo load -rooms 105 -o results/    # the 2,100-connection step of the scalability test
+  volanogo report results/                # tables, footnotes, environments
+
+  # The Volano Report's run rules in one command: a fresh server per run,
+  # 4 runs, the first discarded, the score the average of the best 2 of 3
+  volanogo load --serve -count 100`,
 		Version:       buildinfo.Get().Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -84,6 +92,8 @@ func newVersionCmd(io *IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and Go version of this build",
+		Example: `  volanogo version
+  volanogo --version`,
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintln(io.Out, buildinfo.Get().String())
