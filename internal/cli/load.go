@@ -122,6 +122,11 @@ type loadOptions struct {
 	batchReads                 bool
 	cpuprofile                 string
 	seed                       int64
+	// issue 5: shards, processes, churn, the server's processors
+	shard, runID, startAt string
+	startBarrier          bool
+	procs, scenario       string
+	serverCPUs            []int
 }
 
 func newLoadCmd(io *IO) *cobra.Command {
@@ -197,6 +202,14 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	_ = f.MarkHidden("cpuprofile")
 	f.Int64Var(&o.seed, "seed", 0, "seed of the paced users' random offsets (0: from the clock)")
 	_ = f.MarkHidden("seed")
+	f.StringVar(&o.shard, "shard", "", "run shard I of N (I/N, 0-based): a contiguous block of each step's rooms, whole rooms only")
+	f.StringVar(&o.runID, "run-id", "", "the run's id, shared by its shards (default: a new one per run)")
+	f.StringVar(&o.startAt, "start-at", "", "start the timed phase at this wall-clock time (RFC 3339), after the set-up")
+	f.BoolVar(&o.startBarrier, "start-barrier", false, "shard of --procs: report ready on stdout, read the start time on stdin")
+	_ = f.MarkHidden("start-barrier")
+	f.StringVar(&o.procs, "procs", "", "run each run as N shard processes and merge them; auto: enough that none passes its open-files limit")
+	f.StringVar(&o.scenario, "scenario", "", "turns or paced (from -pause), or churn: each user connects, enters, chats once, exits and closes, -count times")
+	f.IntSliceVar(&o.serverCPUs, "server-cpus", nil, "run each step once per processor count, the spawned server restricted to that many (--serve, --server-cmd)")
 	return cmd
 }
 
@@ -229,7 +242,7 @@ func (o *loadOptions) config() (load.Config, error) {
 	if o.discard < 0 {
 		return load.Config{}, usage("--discard: must not be negative (%d)", o.discard)
 	}
-	return load.Config{
+	cfg := load.Config{
 		Host:               o.host,
 		Port:               o.port.v,
 		Transport:          o.transport,
@@ -257,7 +270,38 @@ func (o *loadOptions) config() (load.Config, error) {
 		Label:              o.label,
 		CPUProfile:         o.cpuprofile,
 		Seed:               o.seed,
-	}, nil
+		RunID:              o.runID,
+		Scenario:           o.scenario,
+		ServerCPUs:         o.serverCPUs,
+	}
+	if o.shard != "" {
+		i, n, ok := strings.Cut(o.shard, "/")
+		si, err1 := strconv.Atoi(strings.TrimSpace(i))
+		sn, err2 := strconv.Atoi(strings.TrimSpace(n))
+		if !ok || err1 != nil || err2 != nil || sn < 1 || si < 0 || si >= sn {
+			return load.Config{}, usage("--shard: %q is not I/N with 0 <= I < N", o.shard)
+		}
+		cfg.ShardIndex, cfg.ShardCount = si, sn
+	}
+	if o.startAt != "" {
+		t, err := time.Parse(time.RFC3339, strings.TrimSpace(o.startAt))
+		if err != nil {
+			return load.Config{}, usage("--start-at: %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", o.startAt)
+		}
+		cfg.StartAt = t
+	}
+	switch p := strings.TrimSpace(o.procs); p {
+	case "":
+	case "auto":
+		cfg.Procs = load.ProcsAuto
+	default:
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 1 {
+			return load.Config{}, usage("--procs: %q is not a number of processes or auto", o.procs)
+		}
+		cfg.Procs = v
+	}
+	return cfg, nil
 }
 
 func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
@@ -266,8 +310,11 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 		return err
 	}
 	cfg.CommandLine = commandLine(cmd)
-	if !o.quiet && (o.progress || isTerminal(io.Err)) {
+	if !o.quiet && (o.progress || isTerminal(io.Err)) && cfg.Procs == 0 {
 		cfg.Progress = io.Err
+	}
+	if o.startBarrier {
+		cfg.Gate = load.StdioGate(io.In, io.Out)
 	}
 	_, err = runLoad(cmd.Context(), cfg, io.Out)
 	switch {

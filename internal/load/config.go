@@ -1,11 +1,14 @@
 package load
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"time"
+
+	"github.com/volanogo/volanogo/internal/results"
 )
 
 // Defaults, as Mark has them where Mark has the option.
@@ -111,6 +114,69 @@ type Config struct {
 	CPUProfile string
 	// Seed seeds the random offsets of paced users (0: from the clock).
 	Seed int64
+
+	// Scenario is "" (turn-taking, or paced when Pause > 0) or
+	// results.ScenarioChurn: each user repeats connect, Access, EnterRoom,
+	// one chat, ExitRoom, close, Count times (see churn.go).
+	Scenario string
+
+	// ShardIndex of ShardCount (ShardCount 0: not sharded) runs this
+	// process's share of each step's rooms: the contiguous block of rooms
+	// [Start+R*i/N, Start+R*(i+1)/N), whole rooms only (see ShardRooms).
+	// Its documents record the whole run in Config and its rooms in Shard.
+	ShardIndex, ShardCount int
+	// RunID is the run's shared id (default: a new random id per run);
+	// with several steps or runs each run's id is RunID-<rooms>-<run>
+	// (RunID-<rooms>-c<cpus>-<run> with ServerCPUs), the same in every
+	// shard.
+	RunID string
+	// StartAt is the wall-clock start of the timed phase of the first run:
+	// the set-up first, then a wait until StartAt, then the start. A shard
+	// whose set-up ends after StartAt starts at once and records how late
+	// it was (results.Shard.ClockOffsetSeconds). More than
+	// MaxStartAtPast in the past at the start is a usage error.
+	StartAt time.Time
+	// Gate, when set, synchronises the timed phase with other processes:
+	// Ready is called when the set-up is done and returns the start time,
+	// Ended when the timed phase is over (see StdioGate; --procs uses it).
+	Gate Gate
+
+	// Procs > 0 runs each run as that many shard processes of this
+	// program (ShardCommand), started and merged by this one; ProcsAuto
+	// chooses per step enough processes that none holds more connections
+	// than its open-files limit less OpenFilesReserve.
+	Procs int
+	// ShardCommand is the argv prefix of a shard process (default: this
+	// executable and "load"); the shard's flags follow it.
+	ShardCommand []string
+
+	// ServerCPUs runs each step once per value with the spawned server
+	// (Serve or ServerCmd) restricted to that many processors: CPU
+	// affinity on the first n processors this process may use, and
+	// GOMAXPROCS=n in the environment of `volanogo serve`.
+	ServerCPUs []int
+}
+
+// ProcsAuto is Config.Procs for "enough processes" (--procs auto).
+const ProcsAuto = -1
+
+// OpenFilesReserve is the descriptors a shard process keeps for itself
+// beyond its connections when ProcsAuto sizes the shards.
+const OpenFilesReserve = 100
+
+// MaxStartAtPast is how far in the past Config.StartAt may be when a run
+// begins (clocks of several machines differ a little).
+const MaxStartAtPast = 5 * time.Second
+
+// Gate synchronises the timed phase of a shard with the other shards of
+// its run.
+type Gate interface {
+	// Ready is called once the set-up is done; it returns when the timed
+	// phase is to start.
+	Ready(ctx context.Context) (time.Time, error)
+	// Ended is called when the timed phase is over (before the
+	// connections close).
+	Ended()
 }
 
 // ConfigError is a configuration the engine refuses (a usage error).
@@ -208,6 +274,60 @@ func (c *Config) normalize() error {
 	}
 	if _, err := ParseBind(c.Bind); err != nil {
 		return &ConfigError{Err: err}
+	}
+	return c.normalizeScaleOut()
+}
+
+// normalizeScaleOut checks the options of issue 5: shards, processes,
+// the start time, churn and the server's processors.
+func (c *Config) normalizeScaleOut() error {
+	switch c.Scenario {
+	case "", results.ScenarioTurns, results.ScenarioPaced:
+		c.Scenario = ""
+	case results.ScenarioChurn:
+		if c.Count < 1 {
+			return cfgErr("--scenario churn: -count must be at least 1 (sequences per user)")
+		}
+		if c.Pause > 0 {
+			return cfgErr("--scenario churn: -pause does not apply")
+		}
+	default:
+		return cfgErr("--scenario: %q is not turns, paced or churn", c.Scenario)
+	}
+	if c.ShardCount != 0 || c.ShardIndex != 0 {
+		if c.ShardCount < 1 || c.ShardIndex < 0 || c.ShardIndex >= c.ShardCount {
+			return cfgErr("--shard: %d/%d is not a shard (I/N with 0 <= I < N)", c.ShardIndex, c.ShardCount)
+		}
+		for _, r := range c.Steps {
+			if r < c.ShardCount {
+				return cfgErr("--shard %d/%d: %d rooms cannot be split into %d shards of whole rooms", c.ShardIndex, c.ShardCount, r, c.ShardCount)
+			}
+		}
+		if c.Procs != 0 {
+			return cfgErr("--procs and --shard exclude each other")
+		}
+	}
+	if c.Procs < ProcsAuto {
+		return cfgErr("--procs: %d is not a number of processes", c.Procs)
+	}
+	if c.Procs != 0 && c.CPUProfile != "" {
+		return cfgErr("--cpuprofile profiles one process: not with --procs")
+	}
+	if !c.StartAt.IsZero() {
+		if late := time.Since(c.StartAt); late > MaxStartAtPast {
+			return cfgErr("--start-at: %s is %s in the past", c.StartAt.Format(time.RFC3339), late.Round(time.Second))
+		}
+	}
+	if len(c.ServerCPUs) > 0 {
+		if !c.Serve && c.ServerCmd == "" {
+			return cfgErr("--server-cpus needs --serve or --server-cmd (the client starts the server)")
+		}
+		avail := availableCPUs()
+		for _, n := range c.ServerCPUs {
+			if n < 1 || (avail > 0 && n > avail) {
+				return cfgErr("--server-cpus: %d is not between 1 and the %d processors this process may use", n, avail)
+			}
+		}
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	outDir, err := prepareOutput(cfg.Output, len(cfg.Steps)*cfg.Runs)
+	outDir, err := prepareOutput(cfg.Output, len(cfg.Steps)*max(1, len(cfg.ServerCPUs))*cfg.Runs)
 	if err != nil {
 		return nil, err
 	}
@@ -70,62 +70,77 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 
 	res := &Result{}
 	failed, interrupted := false, false
-	many := len(cfg.Steps) > 1 || cfg.Runs > 1
+	cpuList := cfg.ServerCPUs
+	if len(cpuList) == 0 {
+		cpuList = []int{0}
+	}
+	many := len(cfg.Steps)*len(cpuList) > 1 || cfg.Runs > 1
+	first := true
 steps:
 	for _, rooms := range cfg.Steps {
-		step := StepSummary{Rooms: rooms}
-		var docs []*results.Document
-		for run := 1; run <= cfg.Runs; run++ {
-			if ctx.Err() != nil {
-				interrupted = true
-				break steps
-			}
-			discarded := run <= cfg.Discard
-			if many {
-				note := ""
-				if discarded {
-					note = " (discarded)"
+		for _, cpus := range cpuList {
+			step := StepSummary{Rooms: rooms, ServerCPUs: cpus}
+			var docs []*results.Document
+			for run := 1; run <= cfg.Runs; run++ {
+				if ctx.Err() != nil {
+					interrupted = true
+					break steps
 				}
-				fmt.Fprintf(w, "Rooms %d, run %d of %d%s\n", rooms, run, cfg.Runs, note)
-			}
-			doc, err := runStep(ctx, &cfg, rooms, bind, progress)
-			if err != nil {
-				return res, err
-			}
-			progress.end()
-			doc.Step, doc.Run, doc.Discarded = rooms, run, discarded && many
-			writeRun(w, doc)
-			if many {
-				fmt.Fprintln(w)
-			}
-			if outDir != "" {
-				path := results.OutputPath(outDir, doc)
-				if err := results.WriteFile(path, doc); err != nil {
+				discarded := run <= cfg.Discard
+				if many {
+					note := ""
+					if discarded {
+						note = " (discarded)"
+					}
+					fmt.Fprintf(w, "Rooms %d%s, run %d of %d%s\n", rooms, cpusNote(cpus), run, cfg.Runs, note)
+				}
+				spec := runSpec{rooms: rooms, cpus: cpus, run: run, runID: cfg.runID(rooms, cpus, run, many)}
+				if first {
+					spec.startAt = cfg.StartAt
+				}
+				first = false
+				doc, err := runStep(ctx, &cfg, spec, bind, progress)
+				if err != nil {
 					return res, err
 				}
-				res.Files = append(res.Files, path)
+				progress.end()
+				doc.Step, doc.Run, doc.Discarded = rooms, run, discarded && many
+				writeRun(w, doc)
+				if many {
+					fmt.Fprintln(w)
+				}
+				if outDir != "" {
+					path := results.OutputPath(outDir, doc)
+					if err := results.WriteFile(path, doc); err != nil {
+						return res, err
+					}
+					res.Files = append(res.Files, path)
+				}
+				docs = append(docs, doc)
+				if doc.Interrupted {
+					interrupted = true
+					step = summarize(rooms, docs)
+					step.ServerCPUs = cpus
+					res.Steps = append(res.Steps, step)
+					break steps
+				}
+				if !doc.Passed || (doc.Paced != nil && doc.Paced.Broken) {
+					failed = true
+				}
+				if hasKind(doc, results.FailServerStart) {
+					step = summarize(rooms, docs)
+					step.ServerCPUs = cpus
+					res.Steps = append(res.Steps, step)
+					break steps
+				}
 			}
-			docs = append(docs, doc)
-			if doc.Interrupted {
-				interrupted = true
-				step = summarize(rooms, docs)
-				res.Steps = append(res.Steps, step)
+			step = summarize(rooms, docs)
+			step.ServerCPUs = cpus
+			res.Steps = append(res.Steps, step)
+			if cfg.Pause > 0 && !step.Passed && !cfg.KeepGoing && len(cfg.Steps)*len(cpuList) > 1 {
+				fmt.Fprintf(w, "The sweep stops at %d rooms%s: the step broke (--keep-going runs the next steps).\n\n", rooms, cpusNote(cpus))
 				break steps
 			}
-			if !doc.Passed || (doc.Paced != nil && doc.Paced.Broken) {
-				failed = true
-			}
-			if hasKind(doc, results.FailServerStart) {
-				step = summarize(rooms, docs)
-				res.Steps = append(res.Steps, step)
-				break steps
-			}
-		}
-		step = summarize(rooms, docs)
-		res.Steps = append(res.Steps, step)
-		if cfg.Pause > 0 && !step.Passed && !cfg.KeepGoing && len(cfg.Steps) > 1 {
-			fmt.Fprintf(w, "The sweep stops at %d rooms: the step broke (--keep-going runs the next steps).\n\n", rooms)
-			break
 		}
 	}
 	if many && len(res.Steps) > 0 {
@@ -175,7 +190,7 @@ func prepareOutput(o string, docs int) (string, error) {
 
 // runStep runs one run: it starts the server when asked, runs the rooms
 // and stops the server.
-func runStep(ctx context.Context, cfg *Config, rooms int, bind *binder, progress *progressLine) (*results.Document, error) {
+func runStep(ctx context.Context, cfg *Config, spec runSpec, bind *binder, progress *progressLine) (*results.Document, error) {
 	d := &dialer{
 		transport: cfg.Transport,
 		addr:      net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)),
@@ -200,12 +215,15 @@ func runStep(ctx context.Context, cfg *Config, rooms int, bind *binder, progress
 			} else if cfg.Transport == TransportWS && !contains(argv, "--ws-listen") {
 				argv = append(append([]string(nil), argv...), "--ws-listen", "127.0.0.1:0")
 			}
-			srv, err = startServe(ctx, argv)
+			srv, err = startServe(ctx, argv, spec.cpus)
 		} else {
-			srv, err = startServerCmd(ctx, cfg.ServerCmd)
+			srv, err = startServerCmd(ctx, cfg.ServerCmd, spec.cpus)
+		}
+		if err == nil && testHookServerStarted != nil {
+			testHookServerStarted(srv.pid())
 		}
 		if err != nil {
-			doc := newDocument(cfg, rooms)
+			doc := newDocument(cfg, spec)
 			doc.Started, doc.Ended = time.Now(), time.Now()
 			doc.TimedStart, doc.TimedEnd = doc.Started, doc.Started
 			doc.Interrupted = ctx.Err() != nil
@@ -230,7 +248,13 @@ func runStep(ctx context.Context, cfg *Config, rooms int, bind *binder, progress
 			probe = procProbe{pid: srv.pid()}
 		}
 	}
-	doc, err := runOnce(ctx, cfg, rooms, d, probe, progress)
+	var doc *results.Document
+	var err error
+	if cfg.Procs != 0 {
+		doc, err = runProcs(ctx, cfg, spec, d, probe)
+	} else {
+		doc, err = runOnce(ctx, cfg, spec, d, probe, progress)
+	}
 	if doc != nil && srv != nil {
 		doc.Config.ServerCommand = serverCmd
 		if doc.Server != nil {
@@ -256,22 +280,84 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// runSpec is one run of a step.
+type runSpec struct {
+	rooms, cpus, run int
+	runID            string
+	// startAt is Config.StartAt for the first run, zero for the others.
+	startAt time.Time
+}
+
+// testHookServerStarted, when set, is called with the pid of each server
+// the client starts.
+var testHookServerStarted func(pid int)
+
+func cpusNote(cpus int) string {
+	if cpus <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", server CPUs %d", cpus)
+}
+
+// runID is the id of one run: Config.RunID (with the run's place when
+// there are several), or a new one.
+func (c *Config) runID(rooms, cpus, run int, many bool) string {
+	switch {
+	case c.RunID == "":
+		return newRunID()
+	case !many:
+		return c.RunID
+	case cpus > 0:
+		return fmt.Sprintf("%s-%d-c%d-%d", c.RunID, rooms, cpus, run)
+	}
+	return fmt.Sprintf("%s-%d-%d", c.RunID, rooms, run)
+}
+
+// ShardRooms returns the room numbers of shard index of count when a step
+// of rooms rooms numbered from start is split: the contiguous block
+// [start+rooms*index/count, start+rooms*(index+1)/count), so that the
+// shards' sizes differ by at most one room and a room never spans two
+// shards. count 0 is the whole step.
+func ShardRooms(start, rooms, index, count int) []int {
+	lo, hi := 0, rooms
+	if count > 0 {
+		lo, hi = rooms*index/count, rooms*(index+1)/count
+	}
+	nums := make([]int, 0, hi-lo)
+	for r := lo; r < hi; r++ {
+		nums = append(nums, start+r)
+	}
+	return nums
+}
+
+// scenario is the run's scenario name for the document.
+func (c *Config) scenario() string {
+	switch {
+	case c.Scenario == results.ScenarioChurn:
+		return results.ScenarioChurn
+	case c.Pause > 0:
+		return results.ScenarioPaced
+	}
+	return results.ScenarioTurns
+}
+
 // newDocument starts a run's document.
-func newDocument(cfg *Config, rooms int) *results.Document {
+func newDocument(cfg *Config, spec runSpec) *results.Document {
 	bi := buildinfo.Get()
-	scenario := results.ScenarioTurns
-	if cfg.Pause > 0 {
-		scenario = results.ScenarioPaced
+	rooms := spec.rooms
+	id := spec.runID
+	if id == "" {
+		id = newRunID()
 	}
 	d := &results.Document{
 		Schema:      results.SchemaVersion,
-		RunID:       newRunID(),
+		RunID:       id,
 		Label:       cfg.Label,
 		Tool:        results.Tool{Name: "volanogo", Version: orDash(bi.Version), Commit: bi.Commit, GoVersion: bi.GoVersion},
 		CommandLine: cfg.CommandLine,
 		Environment: environment,
 		Config: results.Config{
-			Scenario:            scenario,
+			Scenario:            cfg.scenario(),
 			Transport:           cfg.Transport,
 			StartRoom:           cfg.Start,
 			Rooms:               rooms,
@@ -284,7 +370,12 @@ func newDocument(cfg *Config, rooms int) *results.Document {
 			StallTimeoutSeconds: cfg.StallTimeout.Seconds(),
 			SLOSeconds:          cfg.SLO.Seconds(),
 			Bind:                cfg.Bind,
+			ServerCPUs:          spec.cpus,
 		},
+	}
+	if cfg.ShardCount > 0 {
+		d.Shard = &results.Shard{Index: cfg.ShardIndex, Count: cfg.ShardCount, StartAt: spec.startAt,
+			Rooms: ShardRooms(cfg.Start, rooms, cfg.ShardIndex, cfg.ShardCount)}
 	}
 	if cfg.Transport == TransportWS {
 		d.Config.URL = cfg.URL

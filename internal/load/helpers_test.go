@@ -38,6 +38,12 @@ func TestMain(m *testing.M) {
 }
 
 func helperServe(args []string) int {
+	if v := os.Getenv("VOLANOGO_TEST_NOFILE"); v != "" {
+		if err := setOpenFilesLimit(v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	cfg := server.Config{Listen: "127.0.0.1:0"}
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {

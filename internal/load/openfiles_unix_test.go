@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -55,4 +56,13 @@ func TestOpenFilesLimit(t *testing.T) {
 	assert.Contains(t, f.Example, "open-files limit 64")
 	assert.Less(t, d.Connections.Established, int64(80))
 	assert.Equal(t, int64(64), d.Environment.OpenFilesSoft)
+}
+
+// setOpenFilesLimit sets this process's open-files limit (soft and hard).
+func setOpenFilesLimit(v string) error {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return err
+	}
+	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n})
 }

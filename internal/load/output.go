@@ -106,10 +106,18 @@ func WriteMarkLines(w io.Writer, sent, received, elapsedMs int64) {
 	fmt.Fprintf(w, "Average throughput = %d messages per second\n", score)
 }
 
-// writeRun writes one run's result: Mark's lines, then volanogo's.
+// writeRun writes one run's result: Mark's lines (churn: their
+// counterpart in sequences), then volanogo's.
 func writeRun(w io.Writer, d *results.Document) {
 	ms := int64(d.ElapsedSeconds*1000 + 0.5)
-	WriteMarkLines(w, d.Counts.Sent, d.Counts.Received, ms)
+	if d.Churn != nil {
+		writeChurnLines(w, d, ms)
+	} else {
+		WriteMarkLines(w, d.Counts.Sent, d.Counts.Received, ms)
+	}
+	if d.Shards > 0 {
+		fmt.Fprintf(w, "Shards             = %d processes, merged\n", d.Shards)
+	}
 	if h := d.Latency[results.LatencyDelivery]; h != nil && h.Count > 0 {
 		fmt.Fprintf(w, "Delivery latency   = %s\n", percentiles(h))
 	}
@@ -137,6 +145,9 @@ func writeRun(w io.Writer, d *results.Document) {
 	}
 	for _, f := range d.Failures {
 		fmt.Fprintf(w, "Failure            = %s (%d): %s\n", f.Kind, f.Count, f.Example)
+	}
+	if d.Churn != nil {
+		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d))
 	}
 	if d.Interrupted {
 		fmt.Fprintln(w, "Test interrupted.")
@@ -191,7 +202,9 @@ func mib(b int64) string {
 // StepSummary applies the run rules to the runs of one step.
 type StepSummary struct {
 	Rooms int
-	Docs  []*results.Document
+	// ServerCPUs is the processors the server was restricted to (0: not).
+	ServerCPUs int
+	Docs       []*results.Document
 	// Score is the average of the best two counted runs (rounded half up),
 	// Median the median of the counted runs; both 0 when too few passed.
 	Score  int64
@@ -242,7 +255,7 @@ func summarize(rooms int, docs []*results.Document) StepSummary {
 func writeSummary(w io.Writer, steps []StepSummary) {
 	fmt.Fprintln(w, "Summary")
 	for _, s := range steps {
-		fmt.Fprintf(w, "Rooms %d (%d connections):\n", s.Rooms, s.Rooms*usersOf(s))
+		fmt.Fprintf(w, "Rooms %d%s (%d connections):\n", s.Rooms, cpusNote(s.ServerCPUs), s.Rooms*usersOf(s))
 		for _, d := range s.Docs {
 			status := fmt.Sprintf("%d messages per second", d.Score)
 			switch {
@@ -253,6 +266,8 @@ func writeSummary(w io.Writer, steps []StepSummary) {
 				if len(d.Failures) > 0 {
 					status += " (" + d.Failures[0].Kind + ")"
 				}
+			case d.Churn != nil:
+				status = fmt.Sprintf("%.1f sequences per second", d.Churn.SequencesPerSecond)
 			case d.Paced != nil:
 				status = fmt.Sprintf("in %.1f/s, out %.1f/s", d.Paced.InPerSecond, d.Paced.OutPerSecond)
 				if d.Paced.Broken {
@@ -274,7 +289,7 @@ func writeSummary(w io.Writer, steps []StepSummary) {
 		}
 		if s.Score > 0 {
 			fmt.Fprintf(w, "  score (best 2 of 3) = %d messages per second, median %.0f\n", s.Score, s.Median)
-		} else if len(s.Docs) > 0 && s.Docs[0].Paced == nil {
+		} else if len(s.Docs) > 0 && s.Docs[0].Paced == nil && s.Docs[0].Churn == nil {
 			why := "too few runs passed"
 			if s.Passed {
 				why = "no counted run lasted a second"
@@ -365,4 +380,39 @@ func (p *progressLine) timed(rs *runState) {
 		lastTotal = total
 		return fmt.Sprintf("running: %d messages (%d sent, %d received), %d/s, %d connections", total, sent, recv, rate, rs.open.Load())
 	})
+}
+
+// writeChurnLines is Mark's result lines for the churn scenario, in
+// sequences.
+func writeChurnLines(w io.Writer, d *results.Document, ms int64) {
+	c := d.Churn
+	fmt.Fprintf(w, "VolanoMark version = %s\n", Version)
+	fmt.Fprintf(w, "Sequences          = %d (connect, Access, EnterRoom, chat, ExitRoom, close)\n", c.Sequences)
+	fmt.Fprintf(w, "Messages sent      = %d\n", d.Counts.Sent)
+	fmt.Fprintf(w, "Messages received  = %d\n", d.Counts.Received)
+	if ms < 1 {
+		fmt.Fprintf(w, "Elapsed time       < 1 millisecond\n")
+	} else {
+		fmt.Fprintf(w, "Elapsed time       = %s seconds\n", results.FormatMarkSeconds(ms))
+		fmt.Fprintf(w, "Average rate       = %.1f sequences per second\n", c.SequencesPerSecond)
+	}
+	if h := c.First; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "First sequence     = %s (each user's first: cold)\n", percentiles(h))
+	}
+	if h := d.Latency[results.LatencySequence]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "Later sequences    = %s (warm)\n", percentiles(h))
+	}
+}
+
+// leakLine says what the churn run left behind on the server.
+func leakLine(d *results.Document) string {
+	c := d.Churn
+	if d.Server == nil {
+		return "unknown (no server metrics: --server-metrics or --serve)"
+	}
+	s := fmt.Sprintf("%d connections, %+d goroutines, %+d descriptors left behind", c.LeakedConnections, c.LeakedGoroutines, c.LeakedFDs)
+	if c.LeakedConnections == 0 && c.LeakedGoroutines == 0 && c.LeakedFDs == 0 {
+		s += " (no leak)"
+	}
+	return s
 }

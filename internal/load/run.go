@@ -47,12 +47,16 @@ type runState struct {
 	peak        atomic.Int64
 	roomsReady  atomic.Int64
 
+	// serverNote is the server's account of connection failures (it ran
+	// out of open files), added to their examples.
+	serverNote string
+
 	linksMu sync.Mutex
 	links   []*link
 	closed  bool
 }
 
-func newRunState(cfg *Config, rooms int, d *dialer) (*runState, error) {
+func newRunState(cfg *Config, nums []int, d *dialer) (*runState, error) {
 	rs := &runState{
 		cfg:       cfg,
 		paced:     cfg.Pause > 0,
@@ -67,8 +71,8 @@ func newRunState(cfg *Config, rooms int, d *dialer) (*runState, error) {
 	for i := 0; i < nShards; i++ {
 		rs.shards = append(rs.shards, &histShard{})
 	}
-	for i := 0; i < rooms; i++ {
-		r, err := newRoom(rs, i, cfg.Start+i, cfg.Users)
+	for i, num := range nums {
+		r, err := newRoom(rs, i, num, cfg.Users)
 		if err != nil {
 			return nil, err
 		}
@@ -127,9 +131,13 @@ func (rs *runState) fail(err error) {
 		return
 	}
 	var ue *userError
+	var se *shardError
 	kind := results.Classify(err)
-	if errors.As(err, &ue) {
+	switch {
+	case errors.As(err, &ue):
 		kind = ue.kind
+	case errors.As(err, &se):
+		kind = results.FailShard
 	}
 	if errors.Is(err, context.Canceled) {
 		return
@@ -137,16 +145,25 @@ func (rs *runState) fail(err error) {
 	rs.failures.Add(kind, err.Error(), time.Now())
 }
 
-// runOnce runs one run of rooms rooms against the server at d, with the
-// server's usage read by srv (nil: unknown), and returns its document.
-func runOnce(ctx context.Context, cfg *Config, rooms int, d *dialer, srv serverProbe, progress *progressLine) (*results.Document, error) {
+// runOnce runs one run (this process's rooms of spec) against the server
+// at d, with the server's usage read by srv (nil: unknown), and returns
+// its document.
+func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serverProbe, progress *progressLine) (*results.Document, error) {
 	started := time.Now()
-	rs, err := newRunState(cfg, rooms, d)
+	nums := ShardRooms(cfg.Start, spec.rooms, cfg.ShardIndex, cfg.ShardCount)
+	rs, err := newRunState(cfg, nums, d)
 	if err != nil {
 		return nil, err
 	}
-	doc := newDocument(cfg, rooms)
+	doc := newDocument(cfg, spec)
 	doc.Started = started
+	var srvBefore serverSample
+	if srv != nil {
+		srvBefore = srv.sample(ctx)
+	}
+	if cfg.Scenario == results.ScenarioChurn {
+		return rs.churn(ctx, doc, spec, srv, srvBefore)
+	}
 
 	// Watch the context during set-up.
 	setupDone := make(chan struct{})
@@ -158,13 +175,17 @@ func runOnce(ctx context.Context, cfg *Config, rooms int, d *dialer, srv serverP
 		}
 	}()
 	if progress != nil {
-		progress.setup(rs, rooms)
+		progress.setup(rs, len(nums))
 	}
 	err = rs.setup(ctx)
 	close(setupDone)
 	setupEnd := time.Now()
 	doc.SetupSeconds = setupEnd.Sub(started).Seconds()
 	interrupted := ctx.Err() != nil
+	if err == nil && !interrupted {
+		err = rs.waitStart(ctx, cfg, spec, doc)
+		interrupted = ctx.Err() != nil
+	}
 	if err != nil || interrupted {
 		if !interrupted {
 			rs.fail(err)
@@ -172,7 +193,13 @@ func runOnce(ctx context.Context, cfg *Config, rooms int, d *dialer, srv serverP
 		rs.abort()
 		doc.Interrupted = interrupted
 		doc.TimedStart, doc.TimedEnd = setupEnd, setupEnd
+		if srv != nil && !interrupted {
+			rs.serverCause(srvBefore, srv.sample(context.WithoutCancel(ctx)))
+		}
 		rs.finish(doc, 0, nil, nil)
+		if cfg.Gate != nil {
+			cfg.Gate.Ended()
+		}
 		return doc, nil
 	}
 
@@ -247,9 +274,18 @@ func runOnce(ctx context.Context, cfg *Config, rooms int, d *dialer, srv serverP
 	if srv != nil {
 		srvEnd = srv.sample(context.WithoutCancel(ctx))
 	}
+	if cfg.Gate != nil {
+		cfg.Gate.Ended()
+	}
 	rs.closeLinks()
+	if srv != nil && srvEnd.ok && rs.aborted.Load() {
+		rs.serverCause(srvBefore, srvEnd)
+	}
 	doc.Interrupted = interrupted
 	doc.TimedStart, doc.TimedEnd = begin, end
+	if doc.Shard != nil && !doc.Shard.StartAt.IsZero() {
+		doc.Shard.ClockOffsetSeconds = begin.Sub(doc.Shard.StartAt).Seconds()
+	}
 	doc.Client = results.Usage{CPUUserSeconds: max(0, cu1-cu0), CPUSystemSeconds: max(0, cs1-cs0)}
 	rs.finish(doc, end.Sub(begin).Milliseconds(), &srvStart, &srvEnd)
 	return doc, nil
@@ -495,6 +531,7 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64, srvStart, srv
 		doc.Throughput = float64(c.Total) / doc.ElapsedSeconds
 	}
 	doc.Failures = rs.failures.List()
+	rs.annotate(doc.Failures)
 	doc.Passed = len(doc.Failures) == 0 && !doc.Interrupted
 	if s, ok := results.MarkScore(c.Total, elapsedMs); ok && doc.Passed && !rs.paced {
 		doc.Score = s
@@ -557,3 +594,66 @@ func brokenReason(doc *results.Document, lost int64, slo time.Duration) (bool, s
 	}
 	return true, strings.Join(reasons, "; ")
 }
+
+// waitStart waits, after the set-up, for the agreed start of the timed
+// phase: the Gate's (other shards are ready), or spec.startAt. It records
+// the agreed time in the document's Shard.
+func (rs *runState) waitStart(ctx context.Context, cfg *Config, spec runSpec, doc *results.Document) error {
+	at := spec.startAt
+	if cfg.Gate != nil {
+		t, err := cfg.Gate.Ready(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &shardError{fmt.Errorf("start barrier: %w", err)}
+		}
+		at = t
+	}
+	if at.IsZero() {
+		return nil
+	}
+	if doc.Shard == nil {
+		doc.Shard = &results.Shard{Index: 0, Count: 1}
+	}
+	doc.Shard.StartAt = at
+	return sleepUntil(ctx, at, rs.abortCh)
+}
+
+// sleepUntil waits until the wall-clock time at (now if it has passed).
+func sleepUntil(ctx context.Context, at time.Time, abort <-chan struct{}) error {
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-abort:
+		return errAborted
+	}
+}
+
+// shardError is a failure of the coordination between shards.
+type shardError struct{ err error }
+
+func (e *shardError) Error() string { return e.err.Error() }
+func (e *shardError) Unwrap() error { return e.err }
+
+// serverCause adds to the run's connection failures what the server says
+// about them: that it ran out of open files, when it did.
+func (rs *runState) serverCause(before, after serverSample) {
+	cause := outOfFiles(before, after)
+	if cause == "" {
+		return
+	}
+	rs.serverNote = cause
+}
+
+// annotate prefixes the examples of connection failures with what the
+// server said about them (serverCause).
+func (rs *runState) annotate(fs []results.Failure) { annotateFailures(fs, rs.serverNote) }

@@ -32,6 +32,9 @@ type serverSample struct {
 	open, goroutines, openFDs int64
 	gomaxprocs                int
 	hasOpen                   bool
+	// Out of descriptors: connections refused at accept for lack of
+	// descriptors, and the limit (0: unknown).
+	refusedOpenFiles, maxFDs int64
 }
 
 // serverProbe reads the server's CPU time and memory.
@@ -69,6 +72,12 @@ func (p metricsProbe) sample(ctx context.Context) serverSample {
 	if v, ok := s.Get("go_sched_gomaxprocs_threads"); ok {
 		out.gomaxprocs = int(v)
 	}
+	if v, ok := s.Get("process_max_fds"); ok {
+		out.maxFDs = int64(v)
+	}
+	if v, ok := s[`volanogo_connections_refused_total{reason="open_files"}`]; ok {
+		out.refusedOpenFiles = int64(v)
+	}
 	return out
 }
 
@@ -80,7 +89,7 @@ func (p procProbe) sample(context.Context) serverSample {
 	if err != nil {
 		return serverSample{}
 	}
-	return serverSample{ok: true, source: "proc", cpu: st.CPUSeconds(), rss: st.RSSBytes, openFDs: int64(max(st.FDs, 0))}
+	return serverSample{ok: true, source: "proc", cpu: st.CPUSeconds(), rss: st.RSSBytes, openFDs: int64(max(st.FDs, 0)), maxFDs: procMaxFDs(p.pid)}
 }
 
 func serverUsage(a, b serverSample, elapsed float64, total int64) *results.ServerUsage {
@@ -140,15 +149,19 @@ func (t *tailBuffer) String() string {
 }
 
 // startServe starts `volanogo serve` (argv) and waits for its ready line.
-func startServe(ctx context.Context, argv []string) (*spawned, error) {
+// With cpus > 0 it runs on that many processors with GOMAXPROCS=cpus.
+func startServe(ctx context.Context, argv []string, cpus int) (*spawned, error) {
 	s := &spawned{argv: argv, stderr: &tailBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stderr = s.stderr
+	if cpus > 0 {
+		s.cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(cpus))
+	}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cmd.Start(); err != nil {
+	if err := startOnCPUs(s.cmd, cpus); err != nil {
 		return nil, fmt.Errorf("start server %q: %w", argv[0], err)
 	}
 	ready := make(chan string, 1)
@@ -198,7 +211,8 @@ func startServe(ctx context.Context, argv []string) (*spawned, error) {
 
 // startServerCmd runs a shell command with {port} replaced by a free
 // loopback port, and waits until the port accepts connections.
-func startServerCmd(ctx context.Context, command string) (*spawned, error) {
+// With cpus > 0 it runs on that many processors.
+func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -208,7 +222,7 @@ func startServerCmd(ctx context.Context, command string) (*spawned, error) {
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
 	s.cmd.Stdout = s.stderr
 	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
+	if err := startOnCPUs(s.cmd, cpus); err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
@@ -279,4 +293,47 @@ func defaultServeCommand(ws bool) ([]string, error) {
 		argv = append(argv, "--ws-listen", "127.0.0.1:0")
 	}
 	return argv, nil
+}
+
+// procMaxFDs is the soft open-files limit of process pid from
+// /proc/<pid>/limits (0: unknown).
+func procMaxFDs(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "Max open files") {
+			f := strings.Fields(strings.TrimPrefix(line, "Max open files"))
+			if len(f) > 0 {
+				v, _ := strconv.ParseInt(f[0], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// outOfFiles says whether the server ran out of descriptors between two
+// samples, and how: "" when it did not or it is unknown.
+func outOfFiles(a, b serverSample) string {
+	if !b.ok {
+		return ""
+	}
+	refused := b.refusedOpenFiles
+	if a.ok {
+		refused -= a.refusedOpenFiles
+	}
+	full := b.maxFDs > 0 && b.openFDs >= b.maxFDs-2
+	if refused <= 0 && !full {
+		return ""
+	}
+	msg := "the server ran out of open files (accept: too many open files"
+	if refused > 0 {
+		msg += fmt.Sprintf("; %d connections refused", refused)
+	}
+	if b.maxFDs > 0 {
+		msg += fmt.Sprintf("; its open-files limit is %d", b.maxFDs)
+	}
+	return msg + ")"
 }

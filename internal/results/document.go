@@ -244,6 +244,7 @@ const (
 	FailIntegrity    = "integrity"      // a lost, duplicated or reordered message, or wrong totals
 	FailServerStart  = "server_start"   // a spawned server did not start
 	FailShard        = "shard"          // a shard process failed
+	FailLeak         = "leak"           // churn: connections, goroutines or descriptors left on the server
 	FailOther        = "other"
 )
 

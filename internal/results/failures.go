@@ -186,6 +186,7 @@ var descriptions = map[string]string{
 	FailIntegrity:    "messages lost, duplicated or out of order",
 	FailServerStart:  "the server did not start",
 	FailShard:        "a shard failed",
+	FailLeak:         "the server leaked connections, goroutines or descriptors",
 	FailOther:        "other error",
 }
 
