@@ -81,9 +81,12 @@ func newReportCmd(io *IO) *cobra.Command {
 Volano Report: "Is it fast?" (the counted results and the score of every
 platform), "Does it scale?" (scores by connection count, failed steps as
 ----a with a lettered footnote, and the Limit: the most connections any run
-held), delivery latency percentiles, the paced capacity table, processor
-scalability, the comparison of two platforms, and the environments and
-command lines of every platform.
+held; a step whose runs lasted under one second has no score and shows
+----a too), delivery latency percentiles, the paced capacity table, the
+connection churn table (sequences per second, a user's first sequence
+against the later ones, what the server leaked), processor scalability, the
+comparison of two platforms, and the environments and command lines of
+every platform.
 
 Arguments are result files, directories (every *.json file directly inside,
 not recursively) or "-" for one document on standard input; the default is
@@ -99,6 +102,12 @@ not the server, was the bottleneck) is marked "*".
 ratio and a Mann-Whitney U test over the runs (alpha 0.05, "~" when the
 difference is not significant, as benchstat prints it; it needs at least 4
 runs a side). It also accepts --compare A,B and --compare A --compare B.
+
+Format: text, unless --format names another (text, markdown or md, html,
+json, csv). With -o FILE and no --format, the extension of FILE chooses:
+.html or .htm is html, .md or .markdown is markdown, .json is json, .csv is
+csv (in any case: .HTML too); any other extension, or none, is text.
+--format always wins over the extension.
 
 Files that are not result documents, of an unknown schema or truncated are
 named on stderr and skipped; the report of the rest is still printed and
@@ -116,7 +125,7 @@ the exit status is 1. No document at all is exit status 2.`,
 	}
 	f := cmd.Flags()
 	o.compare.fs = f
-	f.StringVar(&o.format, "format", "text", "output format: text, markdown, html, json or csv; when not given, an -o name ending in .html, .md, .json or .csv chooses")
+	f.StringVar(&o.format, "format", "text", "output format: text, markdown, html, json or csv; when not given, the extension of -o FILE chooses (.html, .md, .json, .csv; else text)")
 	f.StringVarP(&o.output, "output", "o", "", "write the report to `FILE` (atomically) instead of standard output")
 	f.IntVar(&o.discard, "discard", report.DefaultDiscard, "runs dropped first in every step (`N` runs)")
 	f.IntVar(&o.best, "best", report.DefaultBest, "the score averages the best `N` counted runs")

@@ -84,6 +84,15 @@ func TestReportExitCodes(t *testing.T) {
 	})
 }
 
+func TestReportShortRunsAndChurn(t *testing.T) {
+	code, out, errOut := run(t, "report", fixture("short"), fixture("churn"))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "go1.26-quick  ----a  ----a  121860  109730  ≥ 2100")
+	assert.Contains(t, out, "a. Ran under 1 second: no score (raise -count).")
+	assert.Contains(t, out, "\nChurn\n=====\n")
+	assert.Contains(t, out, "java17-volano: left behind 3 conns, 3 FDs at 1000 users")
+}
+
 func TestReportCompareSpellings(t *testing.T) {
 	const a, b = "go1.26-linux (1 CPU)", "go1.26-linux (2 CPUs)"
 	dir := fixture("cpus")
@@ -147,6 +156,48 @@ func TestReportOutputFile(t *testing.T) {
 	assert.Equal(t, 1, code)
 }
 
+// TestReportFormatFromExtension: without --format, the extension of -o
+// chooses the format; any other extension is text, and --format wins.
+func TestReportFormatFromExtension(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, format, prefix string
+	}{
+		{"r.html", "", "<!DOCTYPE html>"},
+		{"r.htm", "", "<!DOCTYPE html>"},
+		{"R.HTML", "", "<!DOCTYPE html>"},
+		{"r.md", "", "# Volanogo report"},
+		{"r.markdown", "", "# Volanogo report"},
+		{"r.json", "", "{"},
+		{"r.csv", "", "table,platform,step,metric,value"},
+		{"r.txt", "", "VOLANOGO REPORT"},
+		{"report", "", "VOLANOGO REPORT"},
+		{"r.pdf", "", "VOLANOGO REPORT"},
+		{"r.html", "text", "VOLANOGO REPORT"},
+		{"r.txt", "md", "# Volanogo report"},
+		{"r.csv", "json", "{"},
+	} {
+		path := filepath.Join(dir, c.name)
+		args := []string{"report", "-o", path, fixture("cpus")}
+		if c.format != "" {
+			args = append(args, "--format", c.format)
+		}
+		code, out, errOut := run(t, args...)
+		require.Equal(t, 0, code, "%v: %s", args, errOut)
+		assert.Empty(t, out)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(string(data), c.prefix), "%v: %.40q", args, data)
+		require.NoError(t, os.Remove(path))
+	}
+	// Standard output, "-o -" too, is text unless --format says otherwise.
+	for _, args := range [][]string{{"report", fixture("cpus")}, {"report", "-o", "-", fixture("cpus")}} {
+		code, out, errOut := run(t, args...)
+		require.Equal(t, 0, code, errOut)
+		assert.True(t, strings.HasPrefix(out, "VOLANOGO REPORT"), "%v", args)
+	}
+}
+
 func TestReportDefaultIsCurrentDirectory(t *testing.T) {
 	abs, err := filepath.Abs(fixture("cpus"))
 	require.NoError(t, err)
@@ -160,7 +211,8 @@ func TestReportHelp(t *testing.T) {
 	code, out, _ := run(t, "report", "--help")
 	assert.Equal(t, 0, code)
 	for _, want := range []string{"--compare", "--discard", "--best", "--of", "--by", "--format", "-o, --output",
-		"(default 1)", "(default 2)", "(default 3)", `(default "label")`, `(default "text")`, "Examples:"} {
+		"(default 1)", "(default 2)", "(default 3)", `(default "label")`, `(default "text")`, "Examples:",
+		"the extension of FILE chooses", "--format always wins"} {
 		assert.Contains(t, out, want)
 	}
 }

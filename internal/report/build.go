@@ -162,6 +162,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	b.scale()
 	b.processors()
 	b.capacity()
+	b.churn()
 	b.latency()
 	b.environments()
 	if opt.Compare[0] != "" {
@@ -368,25 +369,36 @@ func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 		return c
 	}
 	var passed []int64
-	bound := 0
+	bound, passedRuns := 0, 0
 	for _, d := range counted {
 		r := RunResult{Run: d.Run, RunID: d.RunID, Score: d.Score, Passed: d.Passed && !d.Interrupted}
 		if d.Paced != nil && d.Paced.Broken {
 			r.Passed = false
 		}
+		// Mark gives no score to a run under one second: the document's
+		// score is 0 although the run passed. It must not count as a
+		// score of 0.
+		r.NoScore = r.Passed && k.kind == KindTurns && d.Score <= 0
 		r.ClientBound = clientBound(d)
 		if r.ClientBound {
 			bound++
 		}
 		if r.Passed {
-			passed = append(passed, d.Score)
+			passedRuns++
+			if !r.NoScore {
+				passed = append(passed, d.Score)
+			}
 		}
 		// A failed run is cited; so is a passed one that recorded
 		// failures anyway (the Volano Report's "1220a": errors, but the
-		// test completed).
+		// test completed), and one without a score.
 		if !r.Passed || len(d.Failures) > 0 {
-			cs := causeOf(d)
-			r.causes = []cause{cs}
+			r.causes = append(r.causes, causeOf(d))
+		}
+		if r.NoScore {
+			r.causes = append(r.causes, noScoreCause(d))
+		}
+		for _, cs := range r.causes {
 			if !slices.Contains(c.causes, cs) {
 				c.causes = append(c.causes, cs)
 			}
@@ -394,8 +406,14 @@ func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 		c.Runs = append(c.Runs, r)
 	}
 	need := min(b.opt.Best, len(counted))
-	if len(passed) < need || len(passed) == 0 {
+	if passedRuns < need || passedRuns == 0 {
 		c.Failed = true
+		return c
+	}
+	if len(passed) < need {
+		// Enough runs passed, but too few have a score to average the
+		// best of them: no score rather than the score of fewer runs.
+		c.NoScore = true
 		return c
 	}
 	c.ClientBound = 2*bound > len(counted)
@@ -443,6 +461,15 @@ func causeOf(d *results.Document) cause {
 		ex += ", client limit " + strconv.FormatInt(d.Environment.OpenFilesSoft, 10)
 	}
 	return cause{kind: fs[0].Kind, example: ex}
+}
+
+// noScoreCause is why a passed run has no score: its timed phase lasted
+// under one second (Mark's rule), else the document simply has none.
+func noScoreCause(d *results.Document) cause {
+	if d.ElapsedSeconds < 1 {
+		return cause{kind: kindShort}
+	}
+	return cause{kind: kindNoScore}
 }
 
 // clientBound applies the rule of the package doc to one run.
@@ -502,7 +529,7 @@ func (b *builder) fast() {
 		for _, s := range steps {
 			n := 0
 			for _, row := range b.rowNames() {
-				if c := b.mainCell(row, KindTurns, s); c != nil && !c.Missing && !c.Failed {
+				if c := b.mainCell(row, KindTurns, s); c.HasScore() {
 					n++
 				}
 			}
@@ -530,7 +557,8 @@ func (b *builder) fast() {
 		t.Rows = append(t.Rows, FastRow{Platform: row, OS: osOf(b.rows[row][0]), Cell: c})
 	}
 	slices.SortStableFunc(t.Rows, func(x, y FastRow) int {
-		return cmp.Or(boolCompare(x.Cell.Failed, y.Cell.Failed), -cmp.Compare(x.Cell.Score, y.Cell.Score),
+		return cmp.Or(boolCompare(!x.Cell.HasScore(), !y.Cell.HasScore()), boolCompare(x.Cell.Failed, y.Cell.Failed),
+			-cmp.Compare(x.Cell.Score, y.Cell.Score),
 			cmp.Compare(x.Platform, y.Platform))
 	})
 	if len(t.Rows) > 0 {

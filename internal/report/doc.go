@@ -52,6 +52,16 @@
 // keeps its score and gets the letters ("1218a"). Steps of a
 // row above a failed step that have no runs show "----".
 //
+// Mark gives no score to a run whose timed phase lasted under one second:
+// its document has Score 0 although it passed. Such a turn-taking run is
+// never counted as a score of 0: it prints "----" with the footnote "Ran
+// under 1 second: no score (raise -count)", and the cell averages the runs
+// that have a score. When fewer of them have one than min(Best, counted
+// runs) (but enough passed), the cell has no score (Cell.NoScore): it
+// prints "----" and its letters as a failed cell does, but it is no
+// failure: the steps above it are not marked, and it sorts after the
+// scores in "Is it fast?".
+//
 // # Is it fast?
 //
 // "Is it fast?" compares the platforms at one connection count:
@@ -87,8 +97,28 @@
 // the step broke (a counted run failed, was interrupted or had
 // Paced.Broken) with its reason. The latency table merges the delivery
 // histograms of the passed counted runs of every turn-taking cell (all
-// counted runs of a paced one). Churn runs are listed in the environments
-// but not tabulated.
+// counted runs of a paced one). The HTML draws one capacity chart per
+// platform with two paced steps or more: messages in and out per second
+// (log scale), server CPU and p99 latency (log scale, with the SLO) in
+// three panels over the concurrent users, the first broken step marked.
+//
+// # Churn
+//
+// Churn steps (Config.Scenario "churn"; the step is rooms × users) are
+// tabulated per platform: the sequences and sequences per second (medians
+// over the counted runs), the p50 and p99 of a user's first (cold)
+// sequence (Churn.First) and of the later (warm) ones
+// (Latency["sequence"]), each merged over the counted runs, failed ones
+// included, and the ratio of the two p50s, as the RSVP measurements of
+// the seeds compared a first execution with the next. Leaks are the most
+// any run of the step left behind, the discarded run included: a leak is a
+// leak whenever it happens. A leak figure is unknown when the run has no
+// server figures (Server nil), and so are the goroutines when the server
+// reported none after the run (Server.Goroutines 0, no leak recorded), the
+// descriptors likewise (Server.OpenFDs); the connections are known when
+// the server reported any after-run figure (a count of 0 open connections
+// cannot be told from an absent one). A step fails under the run rule as
+// a cell does, and cites the failures of its runs.
 //
 // # Processor scalability
 //
@@ -122,7 +152,8 @@
 // # Compare
 //
 // Options.Compare names two rows. For every step both have, every metric
-// (score, delivery latency p50 and p99, server and client CPU per message)
+// (score, delivery latency p50 and p99, server and client CPU per message;
+// for churn steps sequences per second and the cold and warm p50)
 // is summarised by its median over the runs after the discard, and the two
 // samples are compared with the Mann–Whitney U test (golang.org/x/perf
 // benchmath, AssumeNothing, alpha 0.05), as benchstat does. The delta is

@@ -22,7 +22,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/report/golden")
 
 // goodDirs are the fixture directories of valid documents.
-var goodDirs = []string{"scale", "shards", "cpus", "paced"}
+var goodDirs = []string{"scale", "shards", "cpus", "paced", "short", "churn"}
 
 // fixtureCache keeps the documents read by readFixtures: reading validates
 // every histogram, which is slow under the race detector. Build does not
@@ -155,9 +155,10 @@ func TestHTMLSelfContained(t *testing.T) {
 	for _, bad := range []string{"http://", "https://", "<script", "<link", "<img", "src=", "url(", "@import"} {
 		assert.NotContains(t, html, bad)
 	}
-	assert.Equal(t, 4, strings.Count(html, "<svg"), "bar chart, scale chart, two latency charts")
-	assert.Contains(t, html, "----b")
-	assert.Contains(t, html, "1490b")
+	assert.Equal(t, 5, strings.Count(html, "<svg"), "bar chart, scale chart, capacity chart, two latency charts")
+	assert.Contains(t, html, "----c")
+	assert.Contains(t, html, "1490c")
+	assert.Contains(t, html, `class="n noscore">----b<`, "runs under one second")
 }
 
 func TestJSONRoundTrips(t *testing.T) {

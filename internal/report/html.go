@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,21 +15,23 @@ import (
 var htmlSource string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"nanos":    fmtNanos,
-	"rate":     fmtRate,
-	"cpu":      fmtCPU,
-	"pause":    fmtPause,
-	"pval":     fmtP,
-	"ratio":    fmtRatio,
-	"cmpv":     fmtCompare,
-	"step":     stepCell,
-	"plural":   plural,
-	"outcome":  outcome,
-	"headline": capacityHeadline,
-	"env":      envLines,
-	"join":     strings.Join,
+	"nanos":         fmtNanos,
+	"rate":          fmtRate,
+	"cpu":           fmtCPU,
+	"pause":         fmtPause,
+	"pval":          fmtP,
+	"ratio":         fmtRatio,
+	"cmpv":          fmtCompare,
+	"step":          stepCell,
+	"plural":        plural,
+	"outcome":       outcome,
+	"headline":      capacityHeadline,
+	"env":           envLines,
+	"join":          strings.Join,
+	"churnHeadline": churnHeadline,
+	"churnCells":    churnCells,
 	"median": func(c *Cell) string {
-		if c.Failed {
+		if !c.HasScore() {
 			return ""
 		}
 		return strconv.FormatFloat(c.Median, 'f', -1, 64)
@@ -48,6 +51,8 @@ type svgBar struct {
 	Label, Value, Title string
 	Y, W, ValueX        float64
 	Failed              bool
+	// NoScore: no bar, the cell's text in grey (runs under one second).
+	NoScore bool
 }
 
 // barChart is the horizontal bar chart of "Is it fast?".
@@ -67,10 +72,14 @@ type svgDot struct {
 type svgSeries struct {
 	Name, Color string
 	// Lines are polylines ("x,y x,y …"), broken where a step is missing.
-	Lines   []string
-	Dots    []svgDot
-	Fails   []svgDot
+	Lines []string
+	Dots  []svgDot
+	Fails []svgDot
+	// Hollow are steps with runs but no score (open circles on the axis).
+	Hollow  []svgDot
 	LegendY float64
+	// Dash is the stroke-dasharray of the lines, if any.
+	Dash string
 }
 
 // lineChart is a line chart with linear x and linear or log y.
@@ -120,9 +129,9 @@ func (r *Report) fastChart() *barChart {
 	scale := niceCeil(float64(top))
 	c := &barChart{Width: 760, Left: 190, PlotW: 500, BarH: 22}
 	for i, row := range t.Rows {
-		b := svgBar{Label: ellipsis(row.Platform, 26), Value: row.Cell.Text(), Y: 10 + float64(i)*(c.BarH+8), Failed: row.Cell.Failed,
+		b := svgBar{Label: ellipsis(row.Platform, 26), Value: row.Cell.Text(), Y: 10 + float64(i)*(c.BarH+8), Failed: row.Cell.Failed, NoScore: row.Cell.NoScore,
 			Title: row.Platform + ": " + row.Cell.ResultsText()}
-		if !row.Cell.Failed {
+		if row.Cell.HasScore() {
 			b.W = c.PlotW * float64(row.Cell.Score) / scale
 		}
 		b.ValueX = c.Left + b.W + 6
@@ -185,6 +194,12 @@ func (r *Report) scaleChart() *lineChart {
 				flush()
 			case cell.Missing:
 				// No run at this step: the line goes on to the next.
+			case cell.NoScore:
+				// Runs, but no score (under one second): a hollow mark on
+				// the axis with its letters, never a point at 0.
+				flush()
+				s.Hollow = append(s.Hollow, svgDot{X: x, Y: yp(0), Label: strings.Join(cell.Notes, ""),
+					Title: row.Platform + " at " + stepName(KindTurns, cell.Step) + ": " + cell.Text() + " (no score)"})
 			case cell.Failed:
 				flush()
 				s.Fails = append(s.Fails, svgDot{X: x, Y: yp(0), Label: strings.Join(cell.Notes, ""),
@@ -331,6 +346,204 @@ func (r *Report) p99Chart() *lineChart {
 	return c
 }
 
+// capPanel is one panel of a capacity chart: its own y axis over the
+// shared x axis of concurrent users.
+type capPanel struct {
+	Top, PlotH float64
+	YTicks     []svgTick
+	YLabel     string
+	Series     []svgSeries
+	// Limit is a horizontal dashed line (the SLO), if any.
+	Limit *svgTick
+}
+
+func (p *capPanel) Bottom() float64 { return p.Top + p.PlotH }
+
+// capChart is the capacity chart of one platform's paced sweep: messages
+// in and out per second, server CPU and p99 latency against concurrent
+// users, in three panels over one x axis, with the broken step marked.
+type capChart struct {
+	Title                      string
+	Width, Height, Left, PlotW float64
+	LegendX, XLabelY           float64
+	XTicks                     []svgTick
+	XLabel                     string
+	Panels                     []*capPanel
+	Broken                     *svgDot
+	BrokenTop, BrokenBottom    float64
+}
+
+func (c *capChart) Right() float64  { return c.Left + c.PlotW }
+func (c *capChart) Bottom() float64 { return c.Panels[len(c.Panels)-1].Bottom() }
+
+// fmtCount prints an axis value of messages per second: 500, 2k, 10k, 1M.
+func fmtCount(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// logRange is the decades [d0, d1] spanning the positive values.
+func logRange(vs []float64) (d0, d1 float64, ok bool) {
+	lo, hi := math.MaxFloat64, 0.0
+	for _, v := range vs {
+		if v > 0 {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if hi == 0 {
+		return 0, 0, false
+	}
+	d0, d1 = math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if d1 <= d0 {
+		d1 = d0 + 1
+	}
+	return d0, d1, true
+}
+
+// capacityCharts draws one chart per platform whose paced sweep has two
+// steps or more.
+func (r *Report) capacityCharts() map[string]*capChart {
+	if r.Capacity == nil {
+		return nil
+	}
+	out := map[string]*capChart{}
+	for _, cr := range r.Capacity.Rows {
+		if c := capacityChart(cr); c != nil {
+			out[cr.Platform] = c
+		}
+	}
+	return out
+}
+
+func capacityChart(cr CapacityRow) *capChart {
+	if len(cr.Steps) < 2 {
+		return nil
+	}
+	c := &capChart{Title: cr.Platform + ": capacity against concurrent users", Width: 800, Left: 70, PlotW: 470,
+		LegendX: 565, XLabel: "concurrent users"}
+	steps := cr.Steps
+	x0, x1 := float64(steps[0].Users), float64(steps[len(steps)-1].Users)
+	xp := func(x float64) float64 { return c.Left + c.PlotW*(x-x0)/(x1-x0) }
+	last := math.Inf(-1)
+	for _, s := range steps {
+		tk := svgTick{Pos: xp(float64(s.Users)), Label: strconv.FormatInt(s.Users, 10)}
+		if tk.Pos-last < 44 {
+			tk.Label = ""
+		} else {
+			last = tk.Pos
+		}
+		c.XTicks = append(c.XTicks, tk)
+	}
+	at := func(s CapacityStep) string { return cr.Platform + " at " + stepName(KindPaced, s.Users) + ": " }
+	series := func(name, color string, legendY float64, pts []float64, yp func(float64) float64, title func(CapacityStep, float64) string) svgSeries {
+		sr := svgSeries{Name: name, Color: color, LegendY: legendY}
+		var line []string
+		for i, v := range pts {
+			if v < 0 || (v == 0 && math.IsInf(yp(0), 0)) {
+				continue
+			}
+			x, y := xp(float64(steps[i].Users)), yp(v)
+			line = append(line, fmt.Sprintf("%.1f,%.1f", x, y))
+			sr.Dots = append(sr.Dots, svgDot{X: x, Y: y, Title: title(steps[i], v)})
+		}
+		if len(line) > 1 {
+			sr.Lines = append(sr.Lines, strings.Join(line, " "))
+		}
+		return sr
+	}
+	top := 28.0
+	// Messages in and out per second, log scale: out is users × in for
+	// a room of users, too far apart for one linear axis.
+	var in, outs []float64
+	for _, s := range steps {
+		in, outs = append(in, s.InPerSecond), append(outs, s.OutPerSecond)
+	}
+	if d0, d1, ok := logRange(append(slices.Clone(in), outs...)); ok {
+		p := &capPanel{Top: top, PlotH: 130, YLabel: "msg/s (log scale)"}
+		yp := func(v float64) float64 {
+			if v <= 0 {
+				return math.Inf(1)
+			}
+			return p.Top + p.PlotH*(1-(math.Log10(v)-d0)/(d1-d0))
+		}
+		p.YTicks = logTicksFmt(d0, d1, yp, fmtCount)
+		p.Series = append(p.Series,
+			series("in msg/s", palette[0], p.Top+10, in, yp, func(s CapacityStep, v float64) string { return at(s) + "in " + fmtRate(v) + " msg/s" }),
+			series("out msg/s", palette[1], p.Top+30, outs, yp, func(s CapacityStep, v float64) string { return at(s) + "out " + fmtRate(v) + " msg/s" }))
+		c.Panels = append(c.Panels, p)
+		top = p.Bottom() + 26
+	}
+	// Server CPU, linear, 100% = one processor.
+	var cpu []float64
+	cpuTop := 100.0
+	for _, s := range steps {
+		cpu = append(cpu, s.ServerCPUPercent)
+		cpuTop = math.Max(cpuTop, niceCeil(s.ServerCPUPercent))
+	}
+	if slices.ContainsFunc(cpu, func(v float64) bool { return v >= 0 }) {
+		p := &capPanel{Top: top, PlotH: 90, YLabel: "server CPU"}
+		yp := func(v float64) float64 { return p.Top + p.PlotH*(1-v/cpuTop) }
+		for _, v := range linTicks(cpuTop, 2) {
+			p.YTicks = append(p.YTicks, svgTick{Pos: yp(v), Label: strconv.FormatFloat(v, 'f', -1, 64) + "%"})
+		}
+		p.Series = append(p.Series, series("server CPU (100% = 1 processor)", palette[2], p.Top+10, cpu, yp,
+			func(s CapacityStep, v float64) string { return at(s) + "server CPU " + fmtCPU(v) }))
+		c.Panels = append(c.Panels, p)
+		top = p.Bottom() + 26
+	}
+	// p99 latency from the scheduled send, log scale, with the SLO.
+	var p99 []float64
+	for _, s := range steps {
+		p99 = append(p99, float64(s.P99))
+	}
+	slo := cr.SLOSeconds * 1e9
+	if d0, d1, ok := logRange(append(slices.Clone(p99), slo)); ok && slices.ContainsFunc(p99, func(v float64) bool { return v > 0 }) {
+		p := &capPanel{Top: top, PlotH: 110, YLabel: "p99 (log scale)"}
+		yp := func(v float64) float64 {
+			if v <= 0 {
+				return math.Inf(1)
+			}
+			return p.Top + p.PlotH*(1-(math.Log10(v)-d0)/(d1-d0))
+		}
+		p.YTicks = logTicks(d0, d1, yp)
+		p.Series = append(p.Series, series("p99 latency", palette[3], p.Top+10, p99, yp,
+			func(s CapacityStep, v float64) string { return at(s) + "p99 " + fmtNanos(int64(v)) }))
+		if slo > 0 {
+			p.Limit = &svgTick{Pos: yp(slo), Label: "SLO " + fmtNanos(int64(slo))}
+		}
+		c.Panels = append(c.Panels, p)
+	}
+	if len(c.Panels) == 0 {
+		return nil
+	}
+	c.XLabelY = c.Bottom() + 36
+	c.Height = c.XLabelY + 12
+	if cr.BrokeAt > 0 {
+		for _, s := range steps {
+			if s.Users == cr.BrokeAt {
+				label := "broke at " + strconv.FormatInt(s.Users, 10)
+				if len(s.Notes) > 0 {
+					label += " (" + strings.Join(s.Notes, ", ") + ")"
+				}
+				c.Broken = &svgDot{X: xp(float64(s.Users)), Y: c.Panels[0].Top - 8, Label: label,
+					Title: at(s) + "broke" + func() string {
+						if s.Reason != "" {
+							return ": " + s.Reason
+						}
+						return ""
+					}()}
+			}
+		}
+		c.BrokenTop, c.BrokenBottom = c.Panels[0].Top, c.Bottom()
+	}
+	return c
+}
+
 type htmlData struct {
 	*Report
 	Rule         string
@@ -345,12 +558,16 @@ type htmlData struct {
 	ScaleChart   *lineChart
 	LatChart     *lineChart
 	P99Chart     *lineChart
+	CapCharts    map[string]*capChart
+	ChurnIntro   string
+	ChurnColumns []string
 	Tools        []string
 }
 
 func (r *Report) renderHTML(w io.Writer) error {
 	d := htmlData{Report: r, Rule: r.ruleText(), FastIntro: fastIntro, ScaleIntro: scaleIntro, ClientNote: clientNote,
-		LatIntro: latIntro, CapIntro: capIntro, ProcIntro: procIntro,
+		LatIntro: latIntro, CapIntro: capIntro, ProcIntro: procIntro, ChurnIntro: churnIntro, ChurnColumns: churnColumns,
+		CapCharts: r.capacityCharts(),
 		FastChart: r.fastChart(), ScaleChart: r.scaleChart(), LatChart: r.latencyChart(), P99Chart: r.p99Chart()}
 	if r.Compare != nil {
 		d.CompareIntro = compareIntro(r.Compare)
@@ -376,6 +593,11 @@ func ellipsis(s string, n int) string {
 // every decade, and 2 and 5 times it when the axis spans two decades or
 // less.
 func logTicks(d0, d1 float64, yp func(float64) float64) []svgTick {
+	return logTicksFmt(d0, d1, yp, func(v float64) string { return fmtNanos(int64(math.Round(v))) })
+}
+
+// logTicksFmt is logTicks with the labels printed by label.
+func logTicksFmt(d0, d1 float64, yp func(float64) float64, label func(float64) string) []svgTick {
 	var ts []svgTick
 	for d := d0; d <= d1; d++ {
 		for _, m := range []float64{1, 2, 5} {
@@ -383,7 +605,7 @@ func logTicks(d0, d1 float64, yp func(float64) float64) []svgTick {
 				continue
 			}
 			v := m * math.Pow(10, d)
-			ts = append(ts, svgTick{Pos: yp(v), Label: fmtNanos(int64(math.Round(v)))})
+			ts = append(ts, svgTick{Pos: yp(v), Label: label(v)})
 		}
 	}
 	return ts

@@ -57,7 +57,7 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		for _, row := range t.Rows {
 			c := row.Cell
 			med := ""
-			if !c.Failed {
+			if c.HasScore() {
 				med = strconv.FormatFloat(c.Median, 'f', -1, 64)
 			}
 			rows = append(rows, []string{row.Platform, row.OS, c.ResultsText(), c.Text(), med, c.SpreadText()})
@@ -114,6 +114,17 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 			}
 			mdTable(w, []string{"Users", "Pause", "In msg/s", "Out msg/s", "Server CPU", "p99", "Outcome"},
 				map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true}, rows)
+		}
+	}
+	if t := r.Churn; t != nil {
+		fmt.Fprintf(w, "## Churn\n\n%s\n\n", churnIntro)
+		for _, cr := range t.Rows {
+			fmt.Fprintf(w, "### %s\n\n%s.\n\n", mdEscape(cr.Platform), mdEscape(churnHeadline(cr)))
+			var rows [][]string
+			for _, s := range cr.Steps {
+				rows = append(rows, churnCells(s))
+			}
+			mdTable(w, churnColumns, map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true}, rows)
 		}
 	}
 	if t := r.Latency; t != nil {
@@ -198,7 +209,7 @@ func (r *Report) renderCSV(w io.Writer) error {
 			return
 		}
 		rec(table, platform, c.Step, "cell", c.Text())
-		if !c.Failed {
+		if c.HasScore() {
 			rec(table, platform, c.Step, "score", i64(c.Score))
 			rec(table, platform, c.Step, "median", f64(c.Median))
 			rec(table, platform, c.Step, "min", i64(c.Min))
@@ -206,7 +217,7 @@ func (r *Report) renderCSV(w io.Writer) error {
 		}
 		for _, run := range c.Runs {
 			v := i64(run.Score)
-			if !run.Passed {
+			if !run.Passed || run.NoScore {
 				v = "----"
 			}
 			rec(table, platform, c.Step, "run "+strconv.Itoa(run.Run), v+strings.Join(run.Notes, ""))
@@ -261,6 +272,36 @@ func (r *Report) renderCSV(w io.Writer) error {
 			rec("capacity", cr.Platform, 0, "held users", i64(cr.Held))
 			if cr.BrokeAt > 0 {
 				rec("capacity", cr.Platform, 0, "broke at users", i64(cr.BrokeAt))
+			}
+		}
+	}
+	if t := r.Churn; t != nil {
+		for _, cr := range t.Rows {
+			for _, s := range cr.Steps {
+				p := cr.Platform
+				rec("churn", p, s.Users, "sequences", i64(s.Sequences))
+				rec("churn", p, s.Users, "sequences/s", f64(s.SequencesPerSecond))
+				for _, st := range []struct {
+					name string
+					t    *SequenceTimes
+				}{{"cold", s.Cold}, {"warm", s.Warm}} {
+					if st.t != nil {
+						rec("churn", p, s.Users, st.name+" p50 ns", i64(st.t.P50))
+						rec("churn", p, s.Users, st.name+" p99 ns", i64(st.t.P99))
+					}
+				}
+				if x := s.ColdWarm(); x > 0 {
+					rec("churn", p, s.Users, "cold/warm p50", strconv.FormatFloat(x, 'f', 2, 64))
+				}
+				for _, l := range []struct {
+					name string
+					v    *int64
+				}{{"leaked connections", s.LeakedConnections}, {"leaked goroutines", s.LeakedGoroutines}, {"leaked fds", s.LeakedFDs}} {
+					if l.v != nil {
+						rec("churn", p, s.Users, l.name, i64(*l.v))
+					}
+				}
+				rec("churn", p, s.Users, "outcome", churnOutcome(s))
 			}
 		}
 	}

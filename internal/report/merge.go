@@ -23,37 +23,48 @@ type quantiles struct {
 // runs' summaries, with a warning.
 func (b *builder) percentiles(docs []*results.Document, passedOnly bool, names []string) (quantiles, bool) {
 	for _, name := range names {
-		var hs []*results.Histogram
-		for _, d := range docs {
-			if passedOnly && !d.Passed {
-				continue
-			}
-			if h := d.Latency[name]; h != nil && h.Count > 0 {
-				hs = append(hs, h)
-			}
+		if q, ok := b.mergedHistogram(docs, passedOnly, name, func(d *results.Document) *results.Histogram {
+			return d.Latency[name]
+		}); ok {
+			return q, true
 		}
-		if len(hs) == 0 {
-			continue
-		}
-		m, err := mergeDecode(hs)
-		if err == nil && m.TotalCount() > 0 {
-			return quantiles{name: name, count: m.TotalCount(), p50: m.ValueAtQuantile(50),
-				p99: m.ValueAtQuantile(99), p999: m.ValueAtQuantile(99.9), max: m.Max()}, true
-		}
-		if err != nil {
-			b.rep.Warnings = appendNew(b.rep.Warnings, "latency: "+err.Error()+"; using the medians of the runs' summaries")
-		}
-		q := quantiles{name: name}
-		var p50, p99, p999 []float64
-		for _, h := range hs {
-			q.count += h.Count
-			q.max = max(q.max, h.Max)
-			p50, p99, p999 = append(p50, float64(h.P50)), append(p99, float64(h.P99)), append(p999, float64(h.P999))
-		}
-		q.p50, q.p99, q.p999 = int64(median(p50)), int64(median(p99)), int64(median(p999))
-		return q, true
 	}
 	return quantiles{}, false
+}
+
+// mergedHistogram merges the histogram get finds in each of docs (see
+// percentiles); name labels the result.
+func (b *builder) mergedHistogram(docs []*results.Document, passedOnly bool, name string,
+	get func(*results.Document) *results.Histogram) (quantiles, bool) {
+	var hs []*results.Histogram
+	for _, d := range docs {
+		if passedOnly && !d.Passed {
+			continue
+		}
+		if h := get(d); h != nil && h.Count > 0 {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		return quantiles{}, false
+	}
+	m, err := mergeDecode(hs)
+	if err == nil && m.TotalCount() > 0 {
+		return quantiles{name: name, count: m.TotalCount(), p50: m.ValueAtQuantile(50),
+			p99: m.ValueAtQuantile(99), p999: m.ValueAtQuantile(99.9), max: m.Max()}, true
+	}
+	if err != nil {
+		b.rep.Warnings = appendNew(b.rep.Warnings, "latency: "+err.Error()+"; using the medians of the runs' summaries")
+	}
+	q := quantiles{name: name}
+	var p50, p99, p999 []float64
+	for _, h := range hs {
+		q.count += h.Count
+		q.max = max(q.max, h.Max)
+		p50, p99, p999 = append(p50, float64(h.P50)), append(p99, float64(h.P99)), append(p999, float64(h.P999))
+	}
+	q.p50, q.p99, q.p999 = int64(median(p50)), int64(median(p99)), int64(median(p999))
+	return q, true
 }
 
 type hdrQuantiles interface {
@@ -100,6 +111,10 @@ func describe(kind string) string {
 		return "broke"
 	case kindInterrupted:
 		return "interrupted"
+	case kindShort:
+		return "ran under 1 second"
+	case kindNoScore:
+		return "no score"
 	}
 	return results.Describe(kind)
 }
@@ -107,4 +122,9 @@ func describe(kind string) string {
 const (
 	kindBroken      = "broken"
 	kindInterrupted = "interrupted"
+	// kindShort: a passed run whose timed phase lasted under one second,
+	// which Mark does not score; kindNoScore: a passed run of one second
+	// or more whose document has no score all the same.
+	kindShort   = "short"
+	kindNoScore = "no_score"
 )

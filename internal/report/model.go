@@ -61,6 +61,7 @@ type Report struct {
 	Scale      *ScaleTable     `json:"scale,omitempty"`
 	Latency    *LatencyTable   `json:"latency,omitempty"`
 	Capacity   *CapacityTable  `json:"capacity,omitempty"`
+	Churn      *ChurnTable     `json:"churn,omitempty"`
 	Processors *ProcessorTable `json:"processors,omitempty"`
 	Compare    *CompareTable   `json:"compare,omitempty"`
 	// Footnotes are the distinct failure causes, lettered.
@@ -81,6 +82,9 @@ type RunResult struct {
 	RunID  string `json:"run_id"`
 	Score  int64  `json:"score"`
 	Passed bool   `json:"passed"`
+	// NoScore marks a passed turn-taking run without a score: its timed
+	// phase lasted under one second, for which Mark gives no score.
+	NoScore bool `json:"no_score,omitempty"`
 	// Notes are the footnote letters of the run's failure.
 	Notes       []string `json:"notes,omitempty"`
 	ClientBound bool     `json:"client_bound,omitempty"`
@@ -96,10 +100,16 @@ type Cell struct {
 	CPUs int   `json:"cpus,omitempty"`
 	// Runs are the counted runs, in run order.
 	Runs []RunResult `json:"runs"`
-	// Score is the average of the best passed runs; 0 when Failed.
+	// Score is the average of the best passed runs; 0 when Failed or
+	// NoScore.
 	Score  int64 `json:"score"`
 	Failed bool  `json:"failed,omitempty"`
-	// Median, Min and Max are over the passed counted runs.
+	// NoScore marks a cell that did not fail but has too few runs with a
+	// score (runs under one second have none): it prints "----" and the
+	// footnote letter that says why, never a score of 0.
+	NoScore bool `json:"no_score,omitempty"`
+	// Median, Min and Max are over the passed counted runs that have a
+	// score.
 	Median float64 `json:"median"`
 	Min    int64   `json:"min"`
 	Max    int64   `json:"max"`
@@ -114,6 +124,11 @@ type Cell struct {
 	causes []cause
 }
 
+// HasScore reports whether the cell has a score to print.
+func (c *Cell) HasScore() bool {
+	return c != nil && !c.Missing && !c.Failed && !c.NoScore
+}
+
 // Text is the cell as the tables print it: "2206", "----a", "1218a*", "".
 func (c *Cell) Text() string {
 	if c == nil || c.Missing {
@@ -123,13 +138,13 @@ func (c *Cell) Text() string {
 		return ""
 	}
 	var b strings.Builder
-	if c.Failed {
-		b.WriteString("----")
-	} else {
+	if c.HasScore() {
 		b.WriteString(strconv.FormatInt(c.Score, 10))
+	} else {
+		b.WriteString("----")
 	}
 	b.WriteString(strings.Join(c.Notes, ""))
-	if c.ClientBound && !c.Failed {
+	if c.ClientBound && c.HasScore() {
 		b.WriteString("*")
 	}
 	return b.String()
@@ -141,7 +156,7 @@ func (c *Cell) ResultsText() string {
 	parts := make([]string, 0, len(c.Runs))
 	for _, r := range c.Runs {
 		s := "----"
-		if r.Passed {
+		if r.Passed && !r.NoScore {
 			s = strconv.FormatInt(r.Score, 10)
 		}
 		parts = append(parts, s+strings.Join(r.Notes, ""))
@@ -151,7 +166,7 @@ func (c *Cell) ResultsText() string {
 
 // SpreadText is "min–max" of the passed counted runs, or "".
 func (c *Cell) SpreadText() string {
-	if c.Failed || c.Max == 0 {
+	if !c.HasScore() || c.Max == 0 {
 		return ""
 	}
 	return strconv.FormatInt(c.Min, 10) + "–" + strconv.FormatInt(c.Max, 10)
@@ -248,6 +263,9 @@ type CapacityRow struct {
 	// BrokeAt is the first step that broke (0 if none), and Reason why.
 	BrokeAt int64  `json:"broke_at,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// SLOSeconds is the latency objective of the sweep (Config.SLOSeconds,
+	// the largest of its runs), 0 when unknown.
+	SLOSeconds float64 `json:"slo_seconds,omitempty"`
 }
 
 // CapacityStep is one paced step, the median over its counted runs.
@@ -267,6 +285,77 @@ type CapacityStep struct {
 	Runs        int      `json:"runs"`
 
 	causes []cause
+}
+
+// ChurnTable is the connection-churn test, one block per platform: how
+// fast a server takes users in and out, the time of a user's first (cold)
+// sequence against the later (warm) ones, and what the server still held
+// afterwards.
+type ChurnTable struct {
+	Rows []ChurnRow `json:"rows"`
+}
+
+// ChurnRow is one platform's churn runs.
+type ChurnRow struct {
+	Platform string      `json:"platform"`
+	Steps    []ChurnStep `json:"steps"`
+}
+
+// ChurnStep is one churn step: medians over its counted runs, latency
+// merged from their histograms, leaks the most seen after any of its runs.
+type ChurnStep struct {
+	// Users are the users churning at once (rooms × users).
+	Users int64 `json:"users"`
+	// SequencesPerUser is the -count of the runs (0 when unknown).
+	SequencesPerUser int `json:"sequences_per_user,omitempty"`
+	// Runs is the number of counted runs.
+	Runs               int     `json:"runs"`
+	Sequences          int64   `json:"sequences"`
+	SequencesPerSecond float64 `json:"sequences_per_second"`
+	// Cold is each user's first sequence (Churn.First), Warm the rest
+	// (Latency["sequence"]); nanoseconds, nil when the runs have none.
+	Cold *SequenceTimes `json:"cold,omitempty"`
+	Warm *SequenceTimes `json:"warm,omitempty"`
+	// LeakedConnections, LeakedGoroutines and LeakedFDs are the most any
+	// run of the step left behind on the server (after the run against
+	// before it, discarded runs included); nil when the server did not
+	// expose the figure.
+	LeakedConnections *int64 `json:"leaked_connections,omitempty"`
+	LeakedGoroutines  *int64 `json:"leaked_goroutines,omitempty"`
+	LeakedFDs         *int64 `json:"leaked_fds,omitempty"`
+	// Failed is set when fewer counted runs passed than the run rule
+	// needs; Notes are the footnote letters of failed runs or of passed
+	// runs that recorded failures.
+	Failed bool     `json:"failed,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
+
+	causes []cause
+}
+
+// SequenceTimes are percentiles of the time of a churn sequence, ns.
+type SequenceTimes struct {
+	Count int64 `json:"count"`
+	P50   int64 `json:"p50_ns"`
+	P99   int64 `json:"p99_ns"`
+	Max   int64 `json:"max_ns"`
+}
+
+// ColdWarm is the cold p50 over the warm p50 (0 when either is unknown).
+func (s *ChurnStep) ColdWarm() float64 {
+	if s.Cold == nil || s.Warm == nil || s.Cold.P50 <= 0 || s.Warm.P50 <= 0 {
+		return 0
+	}
+	return float64(s.Cold.P50) / float64(s.Warm.P50)
+}
+
+// Leaked reports whether any known leak figure is above zero.
+func (s *ChurnStep) Leaked() bool {
+	for _, p := range []*int64{s.LeakedConnections, s.LeakedGoroutines, s.LeakedFDs} {
+		if p != nil && *p > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ProcessorTable is processor scalability: the score at each processor

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -66,6 +67,7 @@ const (
 	latIntro   = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs; for paced steps from the scheduled send, so that a server that falls behind is not flattered (coordinated omission)."
 	capIntro   = "Paced (open-loop) steps: each user sends at a fixed pause. A step breaks when connections are refused or dropped, messages are lost, or p99 exceeds the SLO."
 	procIntro  = "Score at each server processor count; in parentheses the gain per added processor over the next lower count."
+	churnIntro = "Connection churn: each user repeats connect, Access, EnterRoom, one chat, ExitRoom, close. Sequences and sequences per second are medians over the counted runs. Cold is each user's first sequence, warm the later ones (as the RSVP measurements timed a first execution apart from the next), merged from their HDR histograms; cold/warm is the ratio of the p50s. Leaked is what the server still held after a run against before it (connections, goroutines, file descriptors), the most over every run of the step."
 )
 
 func compareIntro(t *CompareTable) string {
@@ -96,9 +98,17 @@ func sig3(v float64) string {
 	case a >= 100:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+		s := strconv.FormatFloat(v, 'f', 1, 64)
+		if r, _ := strconv.ParseFloat(s, 64); math.Abs(r) >= 100 {
+			return strconv.FormatFloat(v, 'f', 0, 64) // 99.96 is 100, not 100.0
+		}
+		return s
 	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	if r, _ := strconv.ParseFloat(s, 64); math.Abs(r) >= 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64) // 9.998 is 10.0, not 10.00
+	}
+	return s
 }
 
 func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
@@ -160,7 +170,113 @@ func capacityHeadline(cr CapacityRow) string {
 	return s
 }
 
-func stepCell(kind string, step int64) string { return stepName(kind, step) }
+// stepCell is a step in a table that mixes kinds: "1000 users (churn)"
+// for a churn step, else its stepName.
+func stepCell(kind string, step int64) string {
+	if kind == KindChurn {
+		return stepName(kind, step) + " (churn)"
+	}
+	return stepName(kind, step)
+}
+
+// churnColumns are the columns of a churn step, text and markdown alike.
+var churnColumns = []string{"Users", "Sequences", "Seq/s", "Cold p50", "Cold p99", "Warm p50", "Warm p99", "Cold/warm", "Leaked", "Outcome"}
+
+func churnCells(s ChurnStep) []string {
+	times := func(t *SequenceTimes) (string, string) {
+		if t == nil {
+			return "–", "–"
+		}
+		return fmtNanos(t.P50), fmtNanos(t.P99)
+	}
+	c50, c99 := times(s.Cold)
+	w50, w99 := times(s.Warm)
+	return []string{strconv.FormatInt(s.Users, 10), strconv.FormatInt(s.Sequences, 10), fmtRate(s.SequencesPerSecond),
+		c50, c99, w50, w99, fmtTimes(s.ColdWarm()), leakText(s), churnOutcome(s)}
+}
+
+// fmtTimes prints a ratio as "3.8×", "–" when unknown.
+func fmtTimes(x float64) string {
+	if x <= 0 {
+		return "–"
+	}
+	return sig3(x) + "×"
+}
+
+// leakText is a step's leaks: "none", "2 conns, 2 FDs", or "–" when the
+// server exposed none of the figures.
+func leakText(s ChurnStep) string {
+	var parts []string
+	known := false
+	for _, l := range []struct {
+		v          *int64
+		one, other string
+	}{{s.LeakedConnections, "conn", "conns"}, {s.LeakedGoroutines, "goroutine", "goroutines"}, {s.LeakedFDs, "FD", "FDs"}} {
+		if l.v == nil {
+			continue
+		}
+		known = true
+		switch {
+		case *l.v == 1:
+			parts = append(parts, "1 "+l.one)
+		case *l.v > 1:
+			parts = append(parts, strconv.FormatInt(*l.v, 10)+" "+l.other)
+		}
+	}
+	switch {
+	case !known:
+		return "–"
+	case len(parts) == 0:
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// churnOutcome is "ok", "failed" and the footnote letters: "ok (e)".
+func churnOutcome(s ChurnStep) string {
+	o := "ok"
+	if s.Failed {
+		o = "failed"
+	}
+	if len(s.Notes) > 0 {
+		o += " (" + strings.Join(s.Notes, ", ") + ")"
+	}
+	return o
+}
+
+// churnHeadline is one platform's outcome of the churn test: whether the
+// server leaked, and which figures it did not expose.
+func churnHeadline(cr ChurnRow) string {
+	var leaked []string
+	var unknown []string
+	for _, s := range cr.Steps {
+		if s.Leaked() {
+			leaked = append(leaked, leakText(s)+" at "+stepName(KindChurn, s.Users))
+		}
+		for _, u := range []struct {
+			v    *int64
+			name string
+		}{{s.LeakedConnections, "connections"}, {s.LeakedGoroutines, "goroutines"}, {s.LeakedFDs, "file descriptors"}} {
+			if u.v == nil && !slices.Contains(unknown, u.name) {
+				unknown = append(unknown, u.name)
+			}
+		}
+	}
+	h := cr.Platform + ": "
+	switch {
+	case len(leaked) > 0:
+		h += "left behind " + strings.Join(leaked, "; ")
+	case len(unknown) == 3:
+		h += "leaks unknown (the server exposed no counts after the runs)"
+		return h
+	default:
+		h += "no leak after any run"
+	}
+	if len(unknown) > 0 {
+		h += " (" + strings.Join(unknown, " and ") + " not exposed by the server)"
+	}
+	return h
+}
 
 // envLines are an environment as label/value pairs.
 func envLines(e Environment) [][2]string {

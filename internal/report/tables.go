@@ -52,7 +52,7 @@ func (b *builder) processors() {
 			}
 			for i := 1; i < len(pr.Cells); i++ {
 				prev, cur := pr.Cells[i-1], pr.Cells[i]
-				if prev.Cell.Failed || cur.Cell.Failed || prev.Cell.Score <= 0 {
+				if !prev.Cell.HasScore() || !cur.Cell.HasScore() || prev.Cell.Score <= 0 {
 					continue
 				}
 				g := gainPercent(prev.Cell.Score, cur.Cell.Score, cur.CPUs-prev.CPUs)
@@ -104,6 +104,7 @@ func (b *builder) capacity() {
 			cs := CapacityStep{Users: step, Runs: len(counted), causes: c.causes, ClientBound: c.ClientBound}
 			var pause, in, out, cpu []float64
 			for _, d := range counted {
+				cr.SLOSeconds = max(cr.SLOSeconds, d.Config.SLOSeconds)
 				pause = append(pause, d.Config.PauseSeconds)
 				if d.Paced != nil {
 					in = append(in, d.Paced.InPerSecond)
@@ -145,6 +146,96 @@ func (b *builder) capacity() {
 	if len(t.Rows) > 0 {
 		b.rep.Capacity = t
 	}
+}
+
+// churn builds the connection-churn table.
+func (b *builder) churn() {
+	steps := b.steps(KindChurn)
+	if len(steps) == 0 {
+		return
+	}
+	t := &ChurnTable{}
+	for _, row := range b.rep.Platforms {
+		cr := ChurnRow{Platform: row}
+		for _, step := range steps {
+			c := b.mainCell(row, KindChurn, step)
+			if c == nil || c.Missing {
+				continue
+			}
+			all := b.docs[cellKey{row, KindChurn, step, c.CPUs}]
+			counted, _ := b.counted(all)
+			cs := ChurnStep{Users: step, Runs: len(counted), Failed: c.Failed, causes: c.causes}
+			var seqs, rate, count []float64
+			for _, d := range counted {
+				count = append(count, float64(d.Config.Count))
+				if d.Churn != nil {
+					seqs = append(seqs, float64(d.Churn.Sequences))
+					rate = append(rate, d.Churn.SequencesPerSecond)
+				}
+			}
+			cs.SequencesPerUser = int(median(count))
+			cs.Sequences, cs.SequencesPerSecond = int64(math.Round(median(seqs))), median(rate)
+			if q, ok := b.mergedHistogram(counted, false, "churn first", func(d *results.Document) *results.Histogram {
+				if d.Churn == nil {
+					return nil
+				}
+				return d.Churn.First
+			}); ok {
+				cs.Cold = &SequenceTimes{Count: q.count, P50: q.p50, P99: q.p99, Max: q.max}
+			}
+			if q, ok := b.percentiles(counted, false, []string{results.LatencySequence}); ok {
+				cs.Warm = &SequenceTimes{Count: q.count, P50: q.p50, P99: q.p99, Max: q.max}
+			}
+			// A leak in any run is a leak, the discarded one included.
+			for _, d := range all {
+				conns, gors, fds, ok := leaks(d)
+				if !ok {
+					continue
+				}
+				cs.LeakedConnections = maxPtr(cs.LeakedConnections, conns)
+				cs.LeakedGoroutines = maxPtr(cs.LeakedGoroutines, gors)
+				cs.LeakedFDs = maxPtr(cs.LeakedFDs, fds)
+			}
+			cr.Steps = append(cr.Steps, cs)
+		}
+		if len(cr.Steps) > 0 {
+			t.Rows = append(t.Rows, cr)
+		}
+	}
+	if len(t.Rows) > 0 {
+		b.rep.Churn = t
+	}
+}
+
+// leaks are what d says the server kept after a churn run; a figure is
+// nil when the server did not expose it (its after-run count is absent
+// and no leak is recorded), and ok is false when nothing is known.
+func leaks(d *results.Document) (conns, gors, fds *int64, ok bool) {
+	ch, s := d.Churn, d.Server
+	if ch == nil || s == nil {
+		return nil, nil, nil, false
+	}
+	if s.OpenConnections > 0 || s.Goroutines > 0 || s.OpenFDs > 0 || ch.LeakedConnections != 0 {
+		conns = &ch.LeakedConnections
+	}
+	if s.Goroutines > 0 || ch.LeakedGoroutines != 0 {
+		gors = &ch.LeakedGoroutines
+	}
+	if s.OpenFDs > 0 || ch.LeakedFDs != 0 {
+		fds = &ch.LeakedFDs
+	}
+	return conns, gors, fds, conns != nil || gors != nil || fds != nil
+}
+
+func maxPtr(cur, v *int64) *int64 {
+	switch {
+	case v == nil:
+		return cur
+	case cur == nil || *v > *cur:
+		x := *v
+		return &x
+	}
+	return cur
 }
 
 func median(xs []float64) float64 {
@@ -204,7 +295,7 @@ func (b *builder) compare() error {
 	}
 	th := benchmath.DefaultThresholds
 	t := &CompareTable{A: a, B: c, Alpha: th.CompareAlpha}
-	for _, kind := range []string{KindTurns, KindPaced} {
+	for _, kind := range []string{KindTurns, KindPaced, KindChurn} {
 		for _, step := range b.steps(kind) {
 			ca, cb := b.mainCell(a, kind, step), b.mainCell(c, kind, step)
 			if ca == nil || cb == nil {
@@ -264,6 +355,25 @@ var metrics = []metric{
 			return 0, false
 		}
 		return d.Paced.OutPerSecond, true
+	}},
+	{"sequences", "seq/s", KindChurn, true, func(d *results.Document) (float64, bool) {
+		if d.Churn == nil || !d.Passed {
+			return 0, false
+		}
+		return d.Churn.SequencesPerSecond, true
+	}},
+	{"cold p50", "ms", KindChurn, false, func(d *results.Document) (float64, bool) {
+		if d.Churn == nil || d.Churn.First == nil || d.Churn.First.Count == 0 || !d.Passed {
+			return 0, false
+		}
+		return float64(d.Churn.First.P50) / 1e6, true
+	}},
+	{"warm p50", "ms", KindChurn, false, func(d *results.Document) (float64, bool) {
+		h := d.Latency[results.LatencySequence]
+		if h == nil || h.Count == 0 || !d.Passed {
+			return 0, false
+		}
+		return float64(h.P50) / 1e6, true
 	}},
 	{"delivery p50", "ms", "", false, func(d *results.Document) (float64, bool) {
 		h := d.Latency[results.LatencyDelivery]
@@ -403,9 +513,9 @@ func shellJoin(argv []string) string {
 	return strings.Join(parts, " ")
 }
 
-// stepName is "1500 connections" or "4000 users".
+// stepName is "1500 connections" or "4000 users" (paced and churn).
 func stepName(kind string, step int64) string {
-	if kind == KindPaced {
+	if kind == KindPaced || kind == KindChurn {
 		return strconv.FormatInt(step, 10) + " users"
 	}
 	return strconv.FormatInt(step, 10) + " connections"
@@ -474,9 +584,21 @@ func (b *builder) footnotes() {
 			}
 		}
 	}
+	if t := b.rep.Churn; t != nil {
+		for _, r := range t.Rows {
+			for i := range r.Steps {
+				s := &r.Steps[i]
+				s.Notes = cite(s.causes, r.Platform+" at "+stepName(KindChurn, s.Users)+" (churn)")
+			}
+		}
+	}
 	for i, c := range b.causes {
 		var text string
 		switch c.kind {
+		case kindShort:
+			text = "Ran under 1 second: no score (raise -count)."
+		case kindNoScore:
+			text = "Passed, but the result document has no score."
 		case kindBroken:
 			text = "Broke: " + c.example + "."
 		case kindInterrupted:

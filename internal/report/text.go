@@ -186,7 +186,7 @@ func (r *Report) renderText(w io.Writer) error {
 		for _, row := range t.Rows {
 			c := row.Cell
 			med := ""
-			if !c.Failed {
+			if c.HasScore() {
 				med = strconv.FormatFloat(c.Median, 'f', -1, 64)
 			}
 			tb.rows = append(tb.rows, []string{row.Platform, c.ResultsText(), c.Text(), med, c.SpreadText()})
@@ -252,6 +252,21 @@ func (r *Report) renderText(w io.Writer) error {
 				tb.rows = append(tb.rows, []string{strconv.FormatInt(s.Users, 10), fmtPause(s.PauseSeconds),
 					fmtRate(s.InPerSecond), fmtRate(s.OutPerSecond), fmtCPU(s.ServerCPUPercent), fmtNanos(s.P99),
 					outcome(s)})
+			}
+			tb.write(w)
+		}
+	}
+
+	if t := r.Churn; t != nil {
+		heading(w, "Churn")
+		para(w, "", churnIntro)
+		for _, cr := range t.Rows {
+			fmt.Fprintln(w)
+			para(w, "", churnHeadline(cr))
+			fmt.Fprintln(w)
+			tb := &table{head: churnColumns, left: map[int]bool{8: true, 9: true}, keep: 1}
+			for _, s := range cr.Steps {
+				tb.rows = append(tb.rows, churnCells(s))
 			}
 			tb.write(w)
 		}
