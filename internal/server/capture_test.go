@@ -31,7 +31,7 @@ type captureEvent struct {
 }
 
 // readCaptureFile parses one connNNN-{c2s,s2c}.hex file.
-func readCaptureFile(t *testing.T, path, conn string, c2s bool) []captureEvent {
+func readCaptureFile(t testing.TB, path, conn string, c2s bool) []captureEvent {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
