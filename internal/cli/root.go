@@ -94,7 +94,7 @@ func newVersionCmd(io *IO) *cobra.Command {
 		Short: "Print the version, commit and Go version of this build",
 		Example: `  volanogo version
   volanogo --version`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintln(io.Out, buildinfo.Get().String())
 			return err
