@@ -80,7 +80,8 @@ func TestLoadFlags(t *testing.T) {
 		{args: []string{"-pause", "soon"}, code: 2, err: "-pause: value is not an integer or a duration (soon)"},
 		{args: []string{"-users", "1"}, code: 2, err: "-users: value must be at least 2 (1)"},
 		{args: []string{"-nope"}, code: 2, err: "unknown"},
-		{args: []string{"--nope"}, code: 2, err: "unknown flag: --nope"},
+		{args: []string{"--nope"}, code: 2, err: "--nope: illegal argument (unknown option)"},
+		{args: []string{"-nope"}, code: 2, err: "-nope: illegal argument (unknown option)"},
 		{args: []string{"-rooms"}, code: 2, err: "needs an argument"},
 		{args: []string{"extra"}, code: 2, err: "unknown command"},
 	} {

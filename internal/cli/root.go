@@ -107,7 +107,8 @@ func newVersionCmd(io *IO) *cobra.Command {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	io := &IO{In: stdin, Out: stdout, Err: stderr}
 	root := NewRoot(io)
-	root.SetArgs(normalizeArgs(root, args))
+	normalized := normalizeArgs(root, args)
+	root.SetArgs(normalized)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
@@ -120,7 +121,19 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exit.Code
 	}
 	var usage *UsageError
-	if errors.As(err, &usage) || strings.HasPrefix(err.Error(), "unknown command") ||
+	if errors.As(err, &usage) {
+		// Mark's wording for an unknown option, spelt as it was typed.
+		if name, ok := strings.CutPrefix(usage.Error(), "unknown flag: "); ok {
+			typed := name
+			for i, a := range normalized {
+				if a == name && i < len(args) {
+					typed = args[i]
+				}
+			}
+			err = fmt.Errorf("%s: illegal argument (unknown option)", typed)
+		}
+	}
+	if usage != nil || strings.HasPrefix(err.Error(), "unknown command") ||
 		strings.HasPrefix(err.Error(), "accepts ") || strings.HasPrefix(err.Error(), "requires ") {
 		fmt.Fprintf(stderr, "volanogo %s: %v\n", cmd.Name(), err)
 		fmt.Fprint(stderr, cmd.UsageString())
@@ -155,11 +168,21 @@ func normalizeArgs(root *cobra.Command, args []string) []string {
 		if len(name) < 2 {
 			continue
 		}
-		if lookupFlag(cmd, name) != nil {
+		// A known long flag, or an unknown word that does not start with
+		// one of the command's shorthand letters (so that "-bogus" is
+		// reported as the unknown option it is, not as "-b -o -g...").
+		if lookupFlag(cmd, name) != nil || shorthand(cmd, name[0]) == nil {
 			out[i] = "-" + a
 		}
 	}
 	return out
+}
+
+func shorthand(cmd *cobra.Command, c byte) *pflag.Flag {
+	if f := cmd.Flags().ShorthandLookup(string(c)); f != nil {
+		return f
+	}
+	return cmd.InheritedFlags().ShorthandLookup(string(c))
 }
 
 func lookupFlag(cmd *cobra.Command, name string) *pflag.Flag {

@@ -36,7 +36,10 @@ func TestUnknownCommandIsUsage(t *testing.T) {
 func TestBadFlagIsUsage(t *testing.T) {
 	code, _, errOut := run(t, "version", "--nope")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "unknown flag")
+	assert.Contains(t, errOut, "--nope: illegal argument (unknown option)")
+	code, _, errOut = run(t, "version", "-nope")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "-nope: illegal argument (unknown option)")
 }
 
 func TestNormalizeArgs(t *testing.T) {
@@ -45,6 +48,6 @@ func TestNormalizeArgs(t *testing.T) {
 	sub.Flags().Int("rooms", 50, "")
 	sub.Flags().StringP("output", "o", "", "")
 	root.AddCommand(sub)
-	got := normalizeArgs(root, []string{"load", "-rooms", "105", "-rooms=3", "--rooms", "4", "-o", "f", "-nope", "--", "-rooms"})
-	assert.Equal(t, []string{"load", "--rooms", "105", "--rooms=3", "--rooms", "4", "-o", "f", "-nope", "--", "-rooms"}, got)
+	got := normalizeArgs(root, []string{"load", "-rooms", "105", "-rooms=3", "--rooms", "4", "-o", "f", "-nope", "-ofile", "--", "-rooms"})
+	assert.Equal(t, []string{"load", "--rooms", "105", "--rooms=3", "--rooms", "4", "-o", "f", "--nope", "-ofile", "--", "-rooms"}, got)
 }

@@ -84,7 +84,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--room-limit", "0"}, 2, "--room-limit must be positive"},
 		{[]string{"serve", "--room-limit", "many"}, 2, "invalid argument"},
 		{[]string{"serve", "--idle-timeout", "5"}, 2, "missing unit"},
-		{[]string{"serve", "--bogus"}, 2, "unknown flag"},
+		{[]string{"serve", "--bogus"}, 2, "--bogus: illegal argument"},
 		{[]string{"serve", "extra"}, 2, "unknown command"},
 		{[]string{"serve", "--rooms-file", "/nonexistent/rooms.txt"}, 1, "/nonexistent/rooms.txt"},
 		{[]string{"serve", "--room", "A", "--room", "A", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, 2, `"A" is given twice`},
