@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/server"
+)
+
+// TestMain doubles as the volanogo command for the processes that tests
+// start (load --procs starts its shards, and --serve its server, from
+// os.Executable: this test binary): with VOLANOGO_TEST_MAIN set it runs
+// Main with its arguments. VOLANOGO_TEST_BAD_SHARD="I/N:PORT" points shard
+// I/N at PORT (a port where nothing listens).
+func TestMain(m *testing.M) {
+	if os.Getenv("VOLANOGO_TEST_MAIN") != "" {
+		args := os.Args[1:]
+		if bad := os.Getenv("VOLANOGO_TEST_BAD_SHARD"); bad != "" {
+			shard, port, _ := strings.Cut(bad, ":")
+			args = badShard(args, shard, port)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+func badShard(args []string, shard, port string) []string {
+	is := false
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--shard" && args[i+1] == shard {
+			is = true
+		}
+	}
+	if !is {
+		return args
+	}
+	out := append([]string(nil), args...)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == "--port" {
+			out[i+1] = port
+		}
+	}
+	return out
+}
+
+func startTestServer(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := server.New(server.Config{Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	return s
+}
+
+func TestLoadProcs(t *testing.T) {
+	t.Setenv("VOLANOGO_TEST_MAIN", "1")
+	s := startTestServer(t)
+	host, port, _ := net.SplitHostPort(s.Addr().String())
+	doc := filepath.Join(t.TempDir(), "run.json")
+	code, out, errOut := run(t, "load", "--procs", "2", "-host", host, "-port", port, "-rooms", "3", "-users", "3", "-count", "4",
+		"--server-metrics", "http://"+s.MetricsAddr().String()+"/metrics", "-file", "", "-o", doc)
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	// One summary: Mark's lines with the exact totals of 3 rooms × 3 users × 4.
+	assert.Contains(t, out, "VolanoMark version = 2.13.4\nMessages sent      = 36\nMessages received  = 72\nTotal messages     = 108\n")
+	assert.Equal(t, 1, strings.Count(out, "VolanoMark version"))
+	assert.Contains(t, out, "Shards             = 2 processes, merged\n")
+	d, err := results.ReadFile(doc)
+	require.NoError(t, err)
+	assert.True(t, d.Passed, "%+v", d.Failures)
+	assert.Equal(t, 2, d.Shards)
+	assert.Nil(t, d.Shard)
+	assert.Equal(t, results.Counts{Sent: 36, Received: 72, Total: 108, ExpectedSent: 36, ExpectedTotal: 108, Confirms: 36}, d.Counts)
+	assert.Equal(t, int64(9), d.Connections.Established)
+	assert.Equal(t, 3, d.Config.Rooms)
+	require.NotNil(t, d.Server, "the parent reads the server")
+	assert.Equal(t, "metrics", d.Server.Source)
+	assert.Contains(t, d.CommandLine, "--procs=2")
+}
+
+func TestLoadProcsShardFails(t *testing.T) {
+	s := startTestServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	_, closed, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	t.Setenv("VOLANOGO_TEST_MAIN", "1")
+	t.Setenv("VOLANOGO_TEST_BAD_SHARD", "1/2:"+closed)
+	host, port, _ := net.SplitHostPort(s.Addr().String())
+	doc := filepath.Join(t.TempDir(), "run.json")
+	code, out, errOut := run(t, "load", "--procs", "2", "-host", host, "-port", port, "-rooms", "2", "-users", "2", "-count", "3",
+		"--stall-timeout", "5s", "-file", "", "-o", doc)
+	require.Equal(t, 1, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "Failure            = shard (1): shard 1/2 (pid ")
+	assert.Contains(t, out, "refused")
+	assert.Contains(t, out, "Test failed.")
+	d, err := results.ReadFile(doc)
+	require.NoError(t, err)
+	assert.False(t, d.Passed)
+	var kinds []string
+	for _, f := range d.Failures {
+		kinds = append(kinds, f.Kind)
+	}
+	assert.Contains(t, kinds, results.FailShard)
+	assert.Contains(t, kinds, results.FailRefused, "the shard's own failure")
+}
+
+func TestLoadProcsServe(t *testing.T) {
+	t.Setenv("VOLANOGO_TEST_MAIN", "1")
+	code, out, errOut := run(t, "load", "--serve", "--procs", "2", "-runs", "1", "-rooms", "2", "-users", "2", "-count", "3", "-file", "")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "Messages sent      = 12\nMessages received  = 12\n")
+	assert.Contains(t, out, "Server CPU         = ")
+}
+
+func TestLoadScaleOutFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+		want func(t *testing.T, cfg *loadOptions)
+	}{
+		{args: []string{"--shard", "2/10", "--run-id", "r1", "--start-at", "2030-01-02T03:04:05Z"}},
+		{args: []string{"--shard", "10/10"}, code: 2, err: `--shard: "10/10" is not I/N`},
+		{args: []string{"--shard", "x"}, code: 2, err: `--shard: "x" is not I/N`},
+		{args: []string{"--start-at", "tomorrow"}, code: 2, err: `--start-at: "tomorrow" is not an RFC 3339 time`},
+		{args: []string{"--procs", "auto"}},
+		{args: []string{"--procs", "0"}, code: 2, err: `--procs: "0" is not a number of processes or auto`},
+		{args: []string{"--scenario", "churn", "--server-cpus", "1,2", "--serve"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			got := fakeLoad(t, nil)
+			code, _, errOut := run(t, append([]string{"load"}, tc.args...)...)
+			assert.Equal(t, tc.code, code, errOut)
+			if tc.err != "" {
+				assert.Contains(t, errOut, tc.err)
+				return
+			}
+			switch tc.args[0] {
+			case "--shard":
+				assert.Equal(t, 2, got.ShardIndex)
+				assert.Equal(t, 10, got.ShardCount)
+				assert.Equal(t, "r1", got.RunID)
+				assert.Equal(t, time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), got.StartAt)
+			case "--procs":
+				assert.Equal(t, -1, got.Procs)
+			case "--scenario":
+				assert.Equal(t, "churn", got.Scenario)
+				assert.Equal(t, []int{1, 2}, got.ServerCPUs)
+			}
+		})
+	}
+}
