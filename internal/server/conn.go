@@ -104,6 +104,9 @@ func (c *conn) send(b []byte) {
 	c.out = append(c.out, b...)
 	if !c.flushing {
 		c.flushing = true
+		// The connection is open, so its reading goroutine holds the wait
+		// group above zero: adding here is safe even during Shutdown.
+		c.s.wg.Add(1)
 		go c.flush()
 	}
 	c.mu.Unlock()
@@ -127,6 +130,7 @@ func (c *conn) tryWrite(b []byte) (int, error) {
 // flush is the TCP writer goroutine: it drains out with blocking writes
 // and ends when out is empty.
 func (c *conn) flush() {
+	defer c.s.wg.Done()
 	for {
 		c.mu.Lock()
 		if c.closed || len(c.out) == 0 {

@@ -38,7 +38,7 @@ func (s *Server) WebSocketHandler() http.Handler {
 			return // Upgrade has replied
 		}
 		s.counters.accepted[1].Add(1)
-		c := &conn{s: s, nc: ws.NetConn(), ws: ws, remote: r.RemoteAddr, wake: make(chan struct{}, 1)}
+		c := &conn{s: s, nc: ws.NetConn(), fd: -1, ws: ws, remote: r.RemoteAddr, wake: make(chan struct{}, 1)}
 		if !s.track(c) {
 			_ = ws.Close()
 			return
