@@ -329,8 +329,5 @@ func (c *conn) finish() {
 		c.s.unguest(c.guestOf)
 		c.guestOf = nil
 	}
-	if v, ok := c.s.counters.closed[reason]; ok {
-		v.Add(1)
-	}
-	c.s.untrack(c)
+	c.s.untrack(c, reason)
 }

@@ -386,8 +386,8 @@ func (s *Server) acceptLoop(ln net.Listener) {
 				reserve.Close()
 				reserve = nil
 				if c2, err2 := ln.Accept(); err2 == nil {
-					_ = c2.Close()
 					s.counters.refused[ReasonOpenFiles].Add(1)
+					_ = c2.Close()
 				}
 				reserve = openReserve()
 			}
@@ -397,8 +397,8 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			continue
 		}
 		if s.cfg.MaxConnections > 0 && s.counters.open.Load() >= int64(s.cfg.MaxConnections) {
-			_ = nc.Close()
 			s.counters.refused[ReasonMaxConns].Add(1)
+			_ = nc.Close()
 			continue
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
@@ -455,10 +455,16 @@ func (s *Server) track(c *conn) bool {
 	return true
 }
 
-func (s *Server) untrack(c *conn) {
+// untrack forgets a closed connection and counts its close: the open
+// gauge falls before the close is counted, so that whoever sees the count
+// also sees the gauge.
+func (s *Server) untrack(c *conn, reason string) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.counters.open.Add(-1)
+	if v, ok := s.counters.closed[reason]; ok {
+		v.Add(1)
+	}
 	s.wg.Done()
 }
