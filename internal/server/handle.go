@@ -25,7 +25,8 @@ func (c *conn) handle(f protocol.Frame) {
 	c.handlePacket(p)
 }
 
-// handlePacket dispatches one decoded packet from c.
+// handlePacket dispatches one decoded packet from c. Chats after Access
+// never come here: both transports hand them to handleChat undecoded.
 func (c *conn) handlePacket(p protocol.Packet) {
 	s := c.s
 	if !c.accessed {
@@ -44,13 +45,6 @@ func (c *conn) handlePacket(p protocol.Packet) {
 		c.close(ReasonSecondAccess)
 	case *protocol.CreateRooms:
 		c.close(ReasonNotAllowed)
-	case *protocol.Chat:
-		b, err := p.AppendPacket(nil)
-		if err != nil {
-			c.close(ReasonProtocol)
-			return
-		}
-		c.handleChat(b[6:])
 	case *protocol.EnterRoom:
 		s.enterRoom(c, p)
 	case *protocol.ExitRoom:
