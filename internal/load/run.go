@@ -336,7 +336,13 @@ func (rs *runState) watch(ctx context.Context, allDone <-chan struct{}) (interru
 				if rs.drained() || now-drainStart > int64(rs.cfg.StallTimeout) {
 					draining = false
 					close(rs.drainedCh)
+					// The drain had its own deadline: the rooms' stall
+					// clocks start again now.
+					for _, r := range rs.rooms {
+						r.wdAt = now
+					}
 				}
+				continue
 			}
 			for _, r := range rs.rooms {
 				if int(r.done.Load()) == len(r.users) {
