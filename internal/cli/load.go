@@ -151,6 +151,15 @@ the replies (open loop). --serve starts a fresh 'volanogo serve' per run and
 applies the Volano Report's run rules (4 runs, the first discarded, the score
 is the average of the best 2 of the next 3).
 
+Scale-out: --shard I/N runs a contiguous block of the rooms with the run's
+--run-id, and --start-at starts the timed phase at a wall-clock time after
+the set-up; --procs N (or auto: enough that no process passes its open-files
+limit) starts N shard processes of this program, starts them together and
+merges their results. --scenario churn repeats connect, Access, EnterRoom,
+one chat, ExitRoom, close -count times per user and checks the server for
+leaks. --server-cpus 1,2 runs each step with the spawned server restricted
+to that many processors.
+
 Exit status: 0 passed, 1 the run failed, 2 usage.`,
 		Example: `  # Mark's benchmark against a server on localhost:8000
   volanogo load -count 100
@@ -162,7 +171,23 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
   volanogo load -rooms 15,30,45 -o results/
 
   # Open loop: 2 users per room, one message per user per second, 60 s
-  volanogo load -rooms 500 -users 2 -pause 1s -count 0 --duration 60s`,
+  volanogo load -rooms 500 -users 2 -pause 1s -count 0 --duration 60s
+
+  # 19,000 connections from two client processes, merged into one result
+  volanogo load --serve --procs 2 -rooms 950 -count 100
+
+  # A CCU sweep (the vendor's heavy profile), stopping at the first broken step
+  volanogo load --serve --procs auto -users 2 -pause 1s -count 0 --duration 30s \
+      --connect-rate 1000 -rooms 500,2500,5000,9500,10000
+
+  # Shard 3 of 10 of one run on another machine, all starting at the same time
+  volanogo load --host server --shard 3/10 --run-id run1 --start-at 2026-01-02T15:04:05Z -o results/
+
+  # Connection churn: 1,000 sequences, then the server's leaks
+  volanogo load --serve -runs 1 --scenario churn -rooms 5 -users 20 -count 10
+
+  # Processor scaling: each step once with the server on 1, then 2 processors
+  volanogo load --serve --server-cpus 1,2 -count 100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return loadRun(cmd, io, o)
@@ -194,7 +219,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.StringVar(&o.serverMetrics, "server-metrics", "", "Prometheus URL of the server, for its CPU and memory")
 	f.BoolVar(&o.serve, "serve", false, "start a fresh 'volanogo serve' on a free loopback port for each run")
 	f.StringVar(&o.serverCmd, "server-cmd", "", "start this server command for each run; {port} is replaced by a free port")
-	f.IntVar(&o.runs, "runs", 0, "runs per step (default 1; 4 with --serve or --server-cmd)")
+	f.IntVar(&o.runs, "runs", 0, "runs per step (default 1; 4 for turn-taking with --serve or --server-cmd)")
 	f.IntVar(&o.discard, "discard", load.DefaultDiscard, "runs not counted at the start of each step")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
 	f.BoolVar(&o.progress, "progress", false, "progress on stderr even when it is not a terminal")

@@ -96,7 +96,9 @@ type Config struct {
 	// is replaced by a free loopback port.
 	ServerCmd string
 	// Runs per step (0 = 1, or DefaultSpawnedRuns when the client starts
-	// the server) and Discard, the runs not counted (default 1 when Runs > 1).
+	// the server for turn-taking: the run rules are for scores, which
+	// paced and churn runs do not have) and Discard, the runs not counted
+	// (default 1 when Runs > 1).
 	Runs    int
 	Discard int
 
@@ -221,7 +223,7 @@ func (c *Config) normalize() error {
 	spawned := c.Serve || c.ServerCmd != ""
 	if c.Runs <= 0 {
 		c.Runs = 1
-		if spawned {
+		if spawned && c.Pause == 0 && c.Scenario != results.ScenarioChurn {
 			c.Runs = DefaultSpawnedRuns
 		}
 	}

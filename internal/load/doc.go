@@ -78,5 +78,52 @@
 // summary applies the Volano Report's rule (the average of the best two of
 // the next three) and gives the median. With Config.Serve or
 // Config.ServerCmd every run gets a fresh server on a free loopback port,
-// stopped after it (SIGTERM, then SIGKILL).
+// stopped after it (SIGTERM, then SIGKILL). Config.ServerCPUs adds a
+// dimension: each step runs once per processor count, the server started
+// on the first n processors this process may use (CPU affinity taken by
+// the forking thread, so that every thread of the server inherits it, as
+// taskset does) with GOMAXPROCS=n for `volanogo serve`; the documents
+// record it in Config.ServerCPUs, Server.CPUs and Server.GOMAXPROCS.
+//
+// A paced step breaks when connections are refused or dropped, when
+// messages are lost, or when the p99 delivery latency from the schedule
+// passes Config.SLO; a sweep stops at its first broken step unless
+// Config.KeepGoing. When the server's metrics say that it refused
+// connections for lack of descriptors (volanogo_connections_refused_total
+// with reason open_files) or /proc says it is at its limit, the connection
+// failures' examples, and so the step's reason, begin with that cause.
+//
+// # Shards and processes
+//
+// A run can be split into shards, each a process (on one machine or
+// several) that runs a contiguous block of each step's rooms (ShardRooms:
+// whole rooms, so that a room's turn-taking never crosses processes) and
+// writes its own document with the run's shared id, the whole run in
+// Config and its part in Shard. results.Merge adds them up as one run.
+// Shards start their timed phase together in one of two ways: at a wall
+// clock time (Config.StartAt, for shards on several machines: set-up,
+// then a wait until StartAt, the lateness recorded in
+// Shard.ClockOffsetSeconds), or through a Gate. Config.Procs starts N
+// shard processes of this program on this machine with the gate of
+// StdioGate: each shard reports ready on its standard output when its
+// set-up is done, and when all are ready the parent sends every one the
+// same start time, a little ahead, on its standard input; if one fails
+// first, the others get no start and fail. The parent waits for all of
+// them (a shard still running long after the first ended is interrupted,
+// then killed), merges their documents and prints one summary; a shard
+// that failed adds a failure of kind shard with its exit and its own first
+// failure. Only the parent reads the server, over the timed phase from
+// the start it sent to the last shard's end. Connect rates are divided
+// among the shards.
+//
+// # Connection churn
+//
+// Config.Scenario results.ScenarioChurn replaces the chat phase: every
+// user repeats connect, Access, EnterRoom, one chat, ExitRoom and
+// RoomList, close, Count times, at most ConnectConcurrency sequences at
+// once. The document's Churn gives sequences per second, each user's
+// first sequence (cold) apart from the others (Latency[sequence], warm),
+// and the server's connections, goroutines and descriptors left after the
+// run compared with before it, read from its metrics once they settle; a
+// leak fails the run.
 package load
