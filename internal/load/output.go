@@ -134,8 +134,8 @@ func writeRun(w io.Writer, d *results.Document) {
 	fmt.Fprintf(w, "Client CPU         = %.2f s user, %.2f s system, %s per message, peak RSS %s\n",
 		cl.CPUUserSeconds, cl.CPUSystemSeconds, micros(cl.CPUPerMessageMicros), mib(cl.PeakRSSBytes))
 	if s := d.Server; s != nil {
-		fmt.Fprintf(w, "Server CPU         = %.2f s (%.0f%% of one processor), %s per message, RSS %s -> %s\n",
-			s.CPUSeconds, s.CPUPercent, micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
+		fmt.Fprintf(w, "Server CPU         = %.2f s (%s), %s per message, RSS %s -> %s\n",
+			s.CPUSeconds, cpuShare(s.CPUPercent, serverMachineCPUs(d)), micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
 	}
 	if p := d.Paced; p != nil {
 		fmt.Fprintf(w, "Paced              = %d users, in %.1f/s, out %.1f/s\n", p.ConcurrentUsers, p.InPerSecond, p.OutPerSecond)
@@ -269,7 +269,13 @@ func writeSummary(w io.Writer, steps []StepSummary) {
 			case d.Churn != nil:
 				status = fmt.Sprintf("%.1f sequences per second", d.Churn.SequencesPerSecond)
 			case d.Paced != nil:
-				status = fmt.Sprintf("in %.1f/s, out %.1f/s", d.Paced.InPerSecond, d.Paced.OutPerSecond)
+				status = fmt.Sprintf("%d users, in %.1f/s, out %.1f/s", d.Paced.ConcurrentUsers, d.Paced.InPerSecond, d.Paced.OutPerSecond)
+				if h := d.Latency[results.LatencyDeliveryScheduled]; h != nil && h.Count > 0 {
+					status += ", p99 " + fmtDur(h.P99)
+				}
+				if d.Server != nil {
+					status += fmt.Sprintf(", server CPU %s", cpuShare(d.Server.CPUPercent, serverMachineCPUs(d)))
+				}
 				if d.Paced.Broken {
 					status += ", broken: " + d.Paced.Reason
 				}
@@ -415,4 +421,22 @@ func leakLine(d *results.Document) string {
 		s += " (no leak)"
 	}
 	return s
+}
+
+// cpuShare is a CPU percentage (100 = one processor) and, on a machine of
+// several, its share of the machine.
+func cpuShare(pct float64, cpus int) string {
+	if cpus > 1 {
+		return fmt.Sprintf("%.0f%% of one processor, %.0f%% of the machine's %d", pct, pct/float64(cpus), cpus)
+	}
+	return fmt.Sprintf("%.0f%% of one processor", pct)
+}
+
+// serverMachineCPUs is the processor count of the server's machine when
+// the client started the server (the same machine), else 0 (unknown).
+func serverMachineCPUs(d *results.Document) int {
+	if len(d.Config.ServerCommand) == 0 {
+		return 0
+	}
+	return d.Environment.CPUs
 }
