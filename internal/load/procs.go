@@ -357,10 +357,10 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 		if !srvEnd.ok {
 			srvEnd = after
 		}
-		if srvStart.ok && srvEnd.ok {
+		// The server's usage over the timed phase, when there was one.
+		m.Server = nil
+		if startedPhase && srvStart.ok && srvEnd.ok {
 			m.Server = serverUsage(srvStart, srvEnd, m.ElapsedSeconds, m.Counts.Total)
-		} else if before.ok && srvEnd.ok {
-			m.Server = serverUsage(before, srvEnd, m.ElapsedSeconds, m.Counts.Total)
 		}
 		if m.Churn != nil && before.ok && after.ok && !m.Interrupted {
 			m.Churn.LeakedConnections, m.Churn.LeakedGoroutines, m.Churn.LeakedFDs = 0, 0, 0
@@ -378,6 +378,9 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 	if m.Paced != nil {
 		broken, reason := brokenReason(m, 0, cfg.SLO)
 		m.Paced.Broken, m.Paced.Reason = broken, reason
+	}
+	if m.Paced != nil || m.Churn != nil {
+		m.Score = 0 // Mark's score is for turn-taking
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("--procs: the merged document is invalid: %w", err)

@@ -253,3 +253,45 @@ func TestPacedSweepServerOutOfFiles(t *testing.T) {
 	assert.Contains(t, broken.Failures[0].Example, "its open-files limit is 200")
 	assert.Contains(t, out.String(), "The sweep stops at 200 rooms")
 }
+
+func TestStdioGate(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 600, time.UTC)
+	var out bytes.Buffer
+	g := StdioGate(strings.NewReader("start "+at.Format(time.RFC3339Nano)+"\nrest"), &out)
+	got, err := g.Ready(context.Background())
+	require.NoError(t, err)
+	assert.True(t, got.Equal(at))
+	g.Ended()
+	assert.Equal(t, ShardReadyLine+"\n"+ShardEndedLine+"\n", out.String())
+
+	// No start line: the run was called off.
+	_, err = StdioGate(strings.NewReader(""), &out).Ready(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "another shard failed")
+	_, err = StdioGate(strings.NewReader("go\n"), &out).Ready(context.Background())
+	assert.ErrorContains(t, err, `bad start signal "go"`)
+}
+
+func TestAutoProcs(t *testing.T) {
+	initPlatform()
+	old := environment.OpenFilesSoft
+	t.Cleanup(func() { environment.OpenFilesSoft = old })
+	environment.OpenFilesSoft = 20000
+	assert.Equal(t, 1, autoProcs(950, 20), "19,000 connections fit under 19,900")
+	assert.Equal(t, 2, autoProcs(1000, 20), "20,000 do not")
+	assert.Equal(t, 1, autoProcs(9950, 2))
+	assert.Equal(t, 2, autoProcs(9951, 2), "past 19,900 connections")
+	environment.OpenFilesSoft = -1
+	assert.Equal(t, 1, autoProcs(100000, 20), "unlimited")
+}
+
+func TestShardArgs(t *testing.T) {
+	cfg := Config{Start: 3, Users: 2, Count: 0, Pause: time.Second, Duration: 30 * time.Second, ConnectRate: 1000,
+		ConnectConcurrency: 16, StallTimeout: 30 * time.Second, SLO: time.Second, Scenario: "", Seed: 7}
+	d := &dialer{transport: TransportTCP, addr: "127.0.0.1:8001"}
+	a := strings.Join(shardArgs(&cfg, runSpec{rooms: 500, runID: "r"}, 1, 2, "L", d, "/tmp/s1.json"), " ")
+	for _, want := range []string{"--shard 1/2", "--run-id r", "--start-barrier", "--host 127.0.0.1 --port 8001", "--start 3", "--rooms 500",
+		"--users 2", "--count 0", "--pause 1s", "--duration 30s", "--connect-rate 500", "--seed 8", "--label L", "-o /tmp/s1.json", "--file="} {
+		assert.Contains(t, a, want)
+	}
+}

@@ -145,6 +145,12 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 		if res := p.(*protocol.Access).Result; res != protocol.AccessOK {
 			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("Access denied (result %d)", res)}
 		}
+		if u.rd.Buffered() == 0 {
+			// The confirm lists every room on the server: let its buffer
+			// go rather than keep it for the whole run (100 KB a user at
+			// 10,000 rooms).
+			u.rd = protocol.NewReader(l, maxPacket)
+		}
 		if err := l.write(u.enter); err != nil {
 			return u.failIO("send EnterRoom", err)
 		}
