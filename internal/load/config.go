@@ -176,8 +176,9 @@ type Gate interface {
 	// Ready is called once the set-up is done; it returns when the timed
 	// phase is to start.
 	Ready(ctx context.Context) (time.Time, error)
-	// Ended is called when the timed phase is over (before the
-	// connections close).
+	// Ended is called when the timed phase is over, before the
+	// connections close (paced: when the messages in flight have arrived,
+	// before the users leave).
 	Ended()
 }
 

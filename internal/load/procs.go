@@ -135,8 +135,9 @@ var testHookShardArgv func(i int, argv []string) []string
 // documents (results.Merge). The shards run with the start barrier
 // (StdioGate): when every shard is ready, the start is set a little
 // ahead and sent to all. Only this process reads the server: its CPU
-// over the timed phase (from the start to the last shard's end) and, for
-// churn, the leaks after the run.
+// over the timed phase (from the start to the last shard's end, which for
+// paced shards is when they have drained, before their users leave) and,
+// for churn, the leaks after the run.
 func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe serverProbe) (*results.Document, error) {
 	n := cfg.Procs
 	if n == ProcsAuto {
@@ -198,15 +199,15 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 	}
 
 	var (
-		srvStart, srvEnd serverSample
-		startAt          time.Time
-		startedPhase     bool
-		sampledEnd       bool
-		calledOff        = startErr != nil
-		firstExit        time.Time
-		grace            <-chan time.Time
-		kill             <-chan time.Time
-		done             = ctx.Done()
+		srvStart, srvEnd  serverSample
+		startAt, srvEndAt time.Time
+		startedPhase      bool
+		sampledEnd        bool
+		calledOff         = startErr != nil
+		firstExit         time.Time
+		grace             <-chan time.Time
+		kill              <-chan time.Time
+		done              = ctx.Done()
 	)
 	live := func() int {
 		c := 0
@@ -280,6 +281,7 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 					sampledEnd = true
 					if probe != nil {
 						srvEnd = probe.sample(context.WithoutCancel(ctx))
+						srvEndAt = time.Now()
 					}
 				}
 			}
@@ -359,8 +361,8 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 		}
 		// The server's usage over the timed phase, when there was one.
 		m.Server = nil
-		if startedPhase && srvStart.ok && srvEnd.ok {
-			m.Server = serverUsage(srvStart, srvEnd, m.ElapsedSeconds, m.Counts.Total)
+		if startedPhase && srvStart.ok && srvEnd.ok && !srvEndAt.IsZero() {
+			m.Server = serverUsage(srvStart, srvEnd, srvEndAt.Sub(startAt).Seconds(), m.Counts.Total)
 		}
 		if m.Churn != nil && before.ok && after.ok && !m.Interrupted {
 			m.Churn.LeakedConnections, m.Churn.LeakedGoroutines, m.Churn.LeakedFDs = 0, 0, 0

@@ -47,6 +47,10 @@ type runState struct {
 	peak        atomic.Int64
 	roomsReady  atomic.Int64
 
+	// onDrained, when set, is called (by the watchdog) when a paced run
+	// has drained, before the users leave.
+	onDrained func()
+
 	// serverNote is the server's account of connection failures (it ran
 	// out of open files), added to their examples.
 	serverNote string
@@ -183,6 +187,9 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 	doc.SetupSeconds = setupEnd.Sub(started).Seconds()
 	interrupted := ctx.Err() != nil
 	if err == nil && !interrupted {
+		// Mark forces a GC before the timed phase: before the wait for
+		// the start, so that shards start together.
+		runtime.GC()
 		err = rs.waitStart(ctx, cfg, spec, doc)
 		interrupted = ctx.Err() != nil
 	}
@@ -203,8 +210,6 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 		return doc, nil
 	}
 
-	// Mark forces a GC before the timed phase.
-	runtime.GC()
 	var srvStart serverSample
 	if srv != nil {
 		srvStart = srv.sample(ctx)
@@ -265,6 +270,25 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 	if progress != nil {
 		progress.timed(rs)
 	}
+	// Paced: the server is read when the messages in flight have arrived,
+	// before the users leave (each exit fetches the room list, which at
+	// thousands of rooms costs the server more than the messages did), so
+	// that its CPU is that of the load held.
+	var drained serverSample
+	var drainedAt time.Time
+	gateEnded := false
+	if rs.paced {
+		rs.onDrained = func() {
+			drainedAt = time.Now()
+			if srv != nil {
+				drained = srv.sample(context.WithoutCancel(ctx))
+			}
+			if cfg.Gate != nil {
+				cfg.Gate.Ended()
+				gateEnded = true
+			}
+		}
+	}
 	close(rs.startCh)
 	interrupted = rs.watch(ctx, allDone)
 	end := time.Now()
@@ -274,7 +298,7 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 	if srv != nil {
 		srvEnd = srv.sample(context.WithoutCancel(ctx))
 	}
-	if cfg.Gate != nil {
+	if cfg.Gate != nil && !gateEnded {
 		cfg.Gate.Ended()
 	}
 	rs.closeLinks()
@@ -288,6 +312,11 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 	}
 	doc.Client = results.Usage{CPUUserSeconds: max(0, cu1-cu0), CPUSystemSeconds: max(0, cs1-cs0)}
 	rs.finish(doc, end.Sub(begin).Milliseconds(), &srvStart, &srvEnd)
+	if drained.ok && srvStart.ok && doc.Server != nil {
+		s := serverUsage(srvStart, drained, drainedAt.Sub(begin).Seconds(), doc.Counts.Total)
+		s.RSSEndBytes = max(s.RSSEndBytes, doc.Server.RSSEndBytes)
+		doc.Server = s
+	}
 	return doc, nil
 }
 
@@ -335,6 +364,9 @@ func (rs *runState) watch(ctx context.Context, allDone <-chan struct{}) (interru
 			if draining {
 				if rs.drained() || now-drainStart > int64(rs.cfg.StallTimeout) {
 					draining = false
+					if rs.onDrained != nil {
+						rs.onDrained()
+					}
 					close(rs.drainedCh)
 					// The drain had its own deadline: the rooms' stall
 					// clocks start again now.
