@@ -168,3 +168,25 @@ func TestLoadScaleOutFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadProcsInterrupted(t *testing.T) {
+	t.Setenv("VOLANOGO_TEST_MAIN", "1")
+	s := startTestServer(t)
+	host, port, _ := net.SplitHostPort(s.Addr().String())
+	doc := filepath.Join(t.TempDir(), "run.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { time.Sleep(1500 * time.Millisecond); cancel() }()
+	var out, errb strings.Builder
+	start := time.Now()
+	code := Main(ctx, []string{"load", "--procs", "2", "-host", host, "-port", port, "-rooms", "2", "-users", "2", "-count", "0",
+		"-pause", "50ms", "--duration", "1h", "-file", "", "-o", doc}, nil, &out, &errb)
+	assert.Equal(t, 1, code, "%s\n%s", out.String(), errb.String())
+	assert.Less(t, time.Since(start), 20*time.Second)
+	assert.Contains(t, out.String(), "Test interrupted.")
+	d, err := results.ReadFile(doc)
+	require.NoError(t, err)
+	assert.True(t, d.Interrupted)
+	assert.Equal(t, 2, d.Shards, "both shards wrote their documents")
+	assert.Positive(t, d.Counts.Sent)
+}
