@@ -335,7 +335,7 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 		return err
 	}
 	cfg.CommandLine = commandLine(cmd)
-	if !o.quiet && (o.progress || isTerminal(io.Err)) && cfg.Procs == 0 {
+	if !o.quiet && (o.progress || isTerminal(io.Err)) {
 		cfg.Progress = io.Err
 	}
 	if o.startBarrier {

@@ -75,7 +75,7 @@ func TestLoadProcs(t *testing.T) {
 	s := startTestServer(t)
 	host, port, _ := net.SplitHostPort(s.Addr().String())
 	doc := filepath.Join(t.TempDir(), "run.json")
-	code, out, errOut := run(t, "load", "--procs", "2", "-host", host, "-port", port, "-rooms", "3", "-users", "3", "-count", "4",
+	code, out, errOut := run(t, "load", "--procs", "2", "-host", host, "-port", port, "-rooms", "3", "-users", "3", "-count", "4", "--progress",
 		"--server-metrics", "http://"+s.MetricsAddr().String()+"/metrics", "-file", "", "-o", doc)
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	// One summary: Mark's lines with the exact totals of 3 rooms × 3 users × 4.

@@ -251,7 +251,7 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, bind *binder, progr
 	var doc *results.Document
 	var err error
 	if cfg.Procs != 0 {
-		doc, err = runProcs(ctx, cfg, spec, d, probe)
+		doc, err = runProcs(ctx, cfg, spec, d, probe, progress)
 	} else {
 		doc, err = runOnce(ctx, cfg, spec, d, probe, progress)
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -138,7 +139,7 @@ var testHookShardArgv func(i int, argv []string) []string
 // over the timed phase (from the start to the last shard's end, which for
 // paced shards is when they have drained, before their users leave) and,
 // for churn, the leaks after the run.
-func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe serverProbe) (*results.Document, error) {
+func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe serverProbe, progress *progressLine) (*results.Document, error) {
 	n := cfg.Procs
 	if n == ProcsAuto {
 		n = autoProcs(spec.rooms, cfg.Users)
@@ -198,6 +199,13 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 		}
 	}
 
+	var nReady, nEnded, nExited atomic.Int64
+	if progress != nil {
+		progress.run(func() string {
+			return fmt.Sprintf("%d shard processes: %d set up, %d ended, %d exited", n, nReady.Load(), nEnded.Load(), nExited.Load())
+		})
+		defer progress.end()
+	}
 	var (
 		srvStart, srvEnd  serverSample
 		startAt, srvEndAt time.Time
@@ -243,6 +251,7 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 			switch ev.kind {
 			case evReady:
 				p.ready = true
+				nReady.Add(1)
 				all := true
 				for _, q := range procs {
 					all = all && q.ready
@@ -260,8 +269,10 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 				}
 			case evEnded:
 				p.ended = true
+				nEnded.Add(1)
 			case evExited:
 				p.exited, p.err = true, ev.err
+				nExited.Add(1)
 				_ = p.stdin.Close()
 				if ev.err != nil {
 					callOff()
