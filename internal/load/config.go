@@ -309,6 +309,9 @@ func (c *Config) normalizeScaleOut() error {
 		if c.Procs != 0 {
 			return cfgErr("--procs and --shard exclude each other")
 		}
+		if c.Serve || c.ServerCmd != "" {
+			return cfgErr("--shard runs part of a run against a server shared by the shards: not with --serve or --server-cmd (use --procs)")
+		}
 	}
 	if c.Procs < ProcsAuto {
 		return cfgErr("--procs: %d is not a number of processes", c.Procs)

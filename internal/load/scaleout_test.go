@@ -122,6 +122,7 @@ func TestShardConfigErrors(t *testing.T) {
 		{Config{Count: 1, Steps: []int{2}, ShardIndex: 0, ShardCount: 3}, "2 rooms cannot be split into 3 shards"},
 		{Config{Count: 1, ShardIndex: 3, ShardCount: 3}, "--shard: 3/3"},
 		{Config{Count: 1, ShardCount: 2, Procs: 2}, "exclude each other"},
+		{Config{Count: 1, ShardCount: 2, Serve: true}, "not with --serve"},
 		{Config{Count: 1, ServerCPUs: []int{1}}, "--server-cpus needs --serve"},
 		{Config{Count: 1, Serve: true, ServerCPUs: []int{0}}, "--server-cpus: 0"},
 		{Config{Count: 0, Duration: time.Second, Scenario: results.ScenarioChurn}, "-count must be at least 1"},
