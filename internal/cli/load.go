@@ -232,7 +232,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.StringVar(&o.startAt, "start-at", "", "start the timed phase at this wall-clock time (RFC 3339), after the set-up")
 	f.BoolVar(&o.startBarrier, "start-barrier", false, "shard of --procs: report ready on stdout, read the start time on stdin")
 	_ = f.MarkHidden("start-barrier")
-	f.StringVar(&o.procs, "procs", "", "run each run as N shard processes and merge them; auto: enough that none passes its open-files limit")
+	f.StringVar(&o.procs, "procs", "", "run each run as N shard processes and merge them; auto: enough that none passes its open-files limit (default: one process, or auto for a step one process cannot hold)")
 	f.StringVar(&o.scenario, "scenario", "", "turns or paced (from -pause), or churn: each user connects, enters, chats once, exits and closes, -count times")
 	f.IntSliceVar(&o.serverCPUs, "server-cpus", nil, "run each step once per processor count, the spawned server restricted to that many (--serve, --server-cmd)")
 	return cmd
@@ -317,6 +317,9 @@ func (o *loadOptions) config() (load.Config, error) {
 	}
 	switch p := strings.TrimSpace(o.procs); p {
 	case "":
+		// By default a step that one process cannot hold within its
+		// open-files limit is split into enough processes.
+		cfg.SplitWhenNeeded = true
 	case "auto":
 		cfg.Procs = load.ProcsAuto
 	default:

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +27,12 @@ import (
 // I/N at PORT (a port where nothing listens).
 func TestMain(m *testing.M) {
 	if os.Getenv("VOLANOGO_TEST_MAIN") != "" {
+		if v := os.Getenv("VOLANOGO_TEST_MAIN_NOFILE"); v != "" {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			if err := setOpenFiles(n); err != nil {
+				os.Exit(3)
+			}
+		}
 		args := os.Args[1:]
 		if bad := os.Getenv("VOLANOGO_TEST_BAD_SHARD"); bad != "" {
 			shard, port, _ := strings.Cut(bad, ":")
@@ -189,4 +197,25 @@ func TestLoadProcsInterrupted(t *testing.T) {
 	assert.True(t, d.Interrupted)
 	assert.Equal(t, 2, d.Shards, "both shards wrote their documents")
 	assert.Positive(t, d.Counts.Sent)
+}
+
+// TestLoadSplitsWhenNeeded: without --procs, a step that one process
+// cannot hold within its open-files limit is run as shard processes. The
+// client here has 150 open files: 80 connections need two processes of at
+// most 50 (150 less the 100 kept in reserve).
+func TestLoadSplitsWhenNeeded(t *testing.T) {
+	s := startTestServer(t)
+	host, port, _ := net.SplitHostPort(s.Addr().String())
+	doc := filepath.Join(t.TempDir(), "run.json")
+	cmd := exec.Command(os.Args[0], "load", "-host", host, "-port", port, "-rooms", "4", "-users", "20", "-count", "2",
+		"-file", "", "-o", doc, "--quiet")
+	cmd.Env = append(os.Environ(), "VOLANOGO_TEST_MAIN=1", "VOLANOGO_TEST_MAIN_NOFILE=150")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "Messages sent      = 160\n")
+	d, err := results.ReadFile(doc)
+	require.NoError(t, err)
+	assert.True(t, d.Passed)
+	assert.Equal(t, 2, d.Shards)
+	assert.Equal(t, int64(160), d.Counts.Sent)
 }

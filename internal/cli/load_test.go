@@ -58,6 +58,8 @@ func TestLoadFlags(t *testing.T) {
 			assert.Equal(t, time.Second, c.SLO)
 			assert.Zero(t, c.Runs)
 			assert.Equal(t, 1, c.Discard)
+			assert.Zero(t, c.Procs)
+			assert.True(t, c.SplitWhenNeeded, "a step one process cannot hold is split by default")
 		}},
 		{args: []string{"-host", "example.org", "-port", "8001", "-start", "3", "-users", "5", "-count", "0", "--duration", "5s",
 			"-file", "x.log", "-run", "--transport", "ws", "--url", "ws://h:1/chat", "-o", "out/", "--label", "L",
@@ -67,7 +69,7 @@ func TestLoadFlags(t *testing.T) {
 				assert.Equal(t, load.Config{Host: "example.org", Port: 8001, Start: 3, Steps: []int{50}, Users: 5, Count: 0,
 					Duration: 5 * time.Second, File: "x.log", Transport: "ws", URL: "ws://h:1/chat", Output: "out/", Label: "L",
 					ConnectRate: 100, ConnectConcurrency: 4, StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"},
-					SLO: 50 * time.Millisecond, ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2,
+					SLO: 50 * time.Millisecond, ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2, SplitWhenNeeded: true,
 					CommandLine: c.CommandLine}, c)
 			}},
 		{args: []string{"--serve", "--server-cmd", "x {port}"}, check: func(t *testing.T, c load.Config) {

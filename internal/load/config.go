@@ -148,6 +148,11 @@ type Config struct {
 	// chooses per step enough processes that none holds more connections
 	// than its open-files limit less OpenFilesReserve.
 	Procs int
+	// SplitWhenNeeded, with Procs 0 and no shard of its own, runs a step
+	// as ProcsAuto shard processes when one process would hold more
+	// connections than its open-files limit less OpenFilesReserve; a step
+	// that fits stays in this process. (--procs not given.)
+	SplitWhenNeeded bool
 	// ShardCommand is the argv prefix of a shard process (default: this
 	// executable and "load"); the shard's flags follow it.
 	ShardCommand []string

@@ -250,9 +250,14 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, bind *binder, progr
 	}
 	var doc *results.Document
 	var err error
-	if cfg.Procs != 0 {
+	switch {
+	case cfg.Procs != 0:
 		doc, err = runProcs(ctx, cfg, spec, d, probe, progress)
-	} else {
+	case cfg.SplitWhenNeeded && cfg.ShardCount == 0 && cfg.Scenario != results.ScenarioChurn && autoProcs(spec.rooms, cfg.Users) > 1:
+		split := *cfg
+		split.Procs = ProcsAuto
+		doc, err = runProcs(ctx, &split, spec, d, probe, progress)
+	default:
 		doc, err = runOnce(ctx, cfg, spec, d, probe, progress)
 	}
 	if doc != nil && srv != nil {
