@@ -410,7 +410,7 @@ func TestSwarm(t *testing.T) {
 	requireVolumesDefined(t, "swarm", pod)
 	requireMountsClaim(t, "swarm", pod, pvc.Name, "/results")
 	c := pod.Containers[0]
-	assert.Equal(t, []string{"load", "--host", "volanogo-server", "--port", "8000", "--rooms", "500", "--users", "20",
+	assert.Equal(t, []string{"load", "--host", "volanogo-server", "--port", "8000", "--rooms", "5000", "--users", "20",
 		"--count", "100", "--shard", "$(JOB_COMPLETION_INDEX)/10", "--start-at", "$(START_AT)", "--run-id", "$(RUN_ID)",
 		"--label", "k8s", "-o", "/results/"}, c.Args)
 
@@ -430,12 +430,14 @@ func TestSwarm(t *testing.T) {
 	require.GreaterOrEqual(t, chat, 0)
 	assert.Equal(t, strconv.Itoa(int(svc.Spec.Ports[chat].Port)), flagValue(t, c.Args, "--port"))
 
-	// 10 shards x 500 rooms x 20 users = 100,000 users.
+	// --rooms is the whole run's: 5,000 rooms x 20 users = 100,000 users,
+	// 10,000 a shard.
 	rooms, err := strconv.Atoi(flagValue(t, c.Args, "--rooms"))
 	require.NoError(t, err)
 	users, err := strconv.Atoi(flagValue(t, c.Args, "--users"))
 	require.NoError(t, err)
-	assert.Equal(t, 100_000, int(*spec.Completions)*rooms*users)
+	assert.Equal(t, 100_000, rooms*users)
+	assert.Equal(t, 10_000, rooms*users/int(*spec.Completions))
 
 	// Every $(VAR) in the arguments is an environment variable of the
 	// container, or Kubernetes would pass it through unexpanded.
