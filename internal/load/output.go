@@ -229,7 +229,9 @@ func summarize(rooms int, docs []*results.Document) StepSummary {
 		if counted > 3 {
 			continue
 		}
-		if d.Passed {
+		// A run under one second has no score (Mark prints none), not a
+		// score of 0.
+		if d.Passed && d.Score > 0 {
 			scores = append(scores, d.Score)
 		}
 	}
@@ -298,7 +300,7 @@ func writeSummary(w io.Writer, steps []StepSummary) {
 		} else if len(s.Docs) > 0 && s.Docs[0].Paced == nil && s.Docs[0].Churn == nil {
 			why := "too few runs passed"
 			if s.Passed {
-				why = "no counted run lasted a second"
+				why = "too few counted runs lasted a second: raise -count"
 			}
 			fmt.Fprintf(w, "  score = ---- (%s)\n", why)
 		}
