@@ -9,7 +9,7 @@
 // A result document is one JSON object (UTF-8, indented, a final newline),
 // usually named
 //
-//	volanogo-<label>-r<rooms>-run<k>-<runid8>[-shard<i>of<n>].json
+//	volanogo-<label>-r<rooms>-run<k>-<runid>[-shard<i>of<n>].json
 //
 // It is small whatever the run's size (tens of KB; a reader may refuse
 // anything over MaxDocumentBytes): latency lives in mergeable HDR histograms,

@@ -96,22 +96,24 @@ func TestOutputPath(t *testing.T) {
 	dir := t.TempDir()
 	d := fullDocument(t)
 	d.Label = "Go 1.26 / linux (tuned)"
-	assert.Equal(t, filepath.Join(dir, "volanogo-Go_1.26_linux_tuned-r15-run2-01234567-shard1of3.json"), OutputPath(dir, d))
-	assert.Equal(t, "sub/volanogo-Go_1.26_linux_tuned-r15-run2-01234567-shard1of3.json", OutputPath("sub/", d))
+	assert.Equal(t, filepath.Join(dir, "volanogo-Go_1.26_linux_tuned-r15-run2-0123456789abcdef-shard1of3.json"), OutputPath(dir, d))
+	assert.Equal(t, "sub/volanogo-Go_1.26_linux_tuned-r15-run2-0123456789abcdef-shard1of3.json", OutputPath("sub/", d))
 	assert.Equal(t, filepath.Join(dir, "x.json"), OutputPath(filepath.Join(dir, "x.json"), d))
-	assert.Equal(t, "volanogo-Go_1.26_linux_tuned-r15-run2-01234567-shard1of3.json", OutputPath("", d))
+	assert.Equal(t, "volanogo-Go_1.26_linux_tuned-r15-run2-0123456789abcdef-shard1of3.json", OutputPath("", d))
 
 	for _, tc := range []struct {
 		name string
 		edit func(*Document)
 		want string
 	}{
-		{"no shard", func(d *Document) { d.Shard = nil }, "volanogo-a-r15-run2-01234567.json"},
-		{"no run", func(d *Document) { d.Shard, d.Run = nil, 0 }, "volanogo-a-r15-01234567.json"},
-		{"no step", func(d *Document) { d.Shard, d.Step, d.Config.Rooms = nil, 0, 7 }, "volanogo-a-r7-run2-01234567.json"},
-		{"no label", func(d *Document) { d.Shard, d.Label = nil, "" }, "volanogo-r15-run2-01234567.json"},
+		{"no shard", func(d *Document) { d.Shard = nil }, "volanogo-a-r15-run2-0123456789abcdef.json"},
+		{"no run", func(d *Document) { d.Shard, d.Run = nil, 0 }, "volanogo-a-r15-0123456789abcdef.json"},
+		{"no step", func(d *Document) { d.Shard, d.Step, d.Config.Rooms = nil, 0, 7 }, "volanogo-a-r7-run2-0123456789abcdef.json"},
+		{"no label", func(d *Document) { d.Shard, d.Label = nil, "" }, "volanogo-r15-run2-0123456789abcdef.json"},
 		{"path tricks", func(d *Document) { d.Shard, d.Label, d.RunID = nil, "../../etc/passwd", "../x" }, "volanogo-etc_passwd-r15-run2-x.json"},
 		{"short id", func(d *Document) { d.Shard, d.RunID = nil, "ab" }, "volanogo-a-r15-run2-ab.json"},
+		{"epoch ids differ", func(d *Document) { d.Shard, d.RunID = nil, "1795296164" }, "volanogo-a-r15-run2-1795296164.json"},
+		{"long id", func(d *Document) { d.Shard, d.RunID = nil, strings.Repeat("f", 40) }, "volanogo-a-r15-run2-" + strings.Repeat("f", 32) + ".json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := fullDocument(t)

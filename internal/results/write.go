@@ -99,10 +99,10 @@ func syncDir(dir string) {
 // directory or ends in a path separator, the file is a name derived from d
 // inside it:
 //
-//	volanogo-<label>-r<rooms>-run<k>-<runid8>[-shard<i>of<n>].json
+//	volanogo-<label>-r<rooms>-run<k>-<runid>[-shard<i>of<n>].json
 //
 // where rooms is d.Step (or else d.Config.Rooms), "-run<k>" is left out when
-// d.Run is 0, runid8 is the first 8 characters of the run id, and the shard
+// d.Run is 0, runid is the run id (at most 32 characters), and the shard
 // part is present for a shard (i counting from 0). Every part is sanitised to
 // letters, digits, '.', '_' and '-'. Otherwise dirOrFile itself is returned.
 // An empty dirOrFile means the current directory.
@@ -140,9 +140,11 @@ func FileName(d *Document) string {
 	if d.Run != 0 {
 		b.WriteString("-run" + strconv.Itoa(d.Run))
 	}
+	// The whole run id (up to 32 characters): ids that share a prefix,
+	// such as two epoch seconds, must not share a file.
 	id := sanitise(d.RunID, 0)
-	if len(id) > 8 {
-		id = id[:8]
+	if len(id) > 32 {
+		id = id[:32]
 	}
 	if id != "" {
 		b.WriteString("-" + id)
