@@ -317,30 +317,18 @@ func (u *user) churnAwait(what string, want func(protocol.Frame) bool) (protocol
 		if want(f) {
 			return f, nil
 		}
-		switch f.ID {
-		case protocol.IDChat:
-			if f.Type != protocol.Indication {
-				return f, u.protocolError("unexpected Chat %s while waiting for %s", f.Type, what)
+		if f.ID != protocol.IDChat {
+			if err := u.aside(f, what); err != nil {
+				return f, err
 			}
-			u.received++
-			rs := u.r.rs
-			rs.timeline.AddElapsed(time.Duration(nanotime()-rs.base), 0, 1)
-		case protocol.IDStreamableError:
-			text := "(undecodable)"
-			if p, err := f.Decode(); err == nil {
-				text = p.(*protocol.StreamableError).Text
-			}
-			return f, &userError{u: u, kind: results.FailServerError, what: "StreamableError while waiting for " + what + ": " + text}
-		case protocol.IDPing:
-			if f.Type == protocol.Request {
-				if err := u.l.write(protocol.AppendHeader(nil, protocol.IDPing, protocol.Response)); err != nil {
-					return f, u.failIO("write", err)
-				}
-			}
-		case protocol.IDEnterRoom, protocol.IDExitRoom:
-		default:
-			return f, u.protocolError("unexpected %s %s while waiting for %s", f.ID, f.Type, what)
+			continue
 		}
+		if f.Type != protocol.Indication {
+			return f, u.protocolError("unexpected Chat %s while waiting for %s", f.Type, what)
+		}
+		u.received++
+		rs := u.r.rs
+		rs.timeline.AddElapsed(time.Duration(nanotime()-rs.base), 0, 1)
 	}
 }
 

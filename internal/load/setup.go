@@ -196,22 +196,32 @@ func (u *user) await(what string, want func(protocol.Frame) bool) (protocol.Fram
 		if want(f) {
 			return f, nil
 		}
-		switch f.ID {
-		case protocol.IDStreamableError:
-			text := "(undecodable)"
-			if p, err := f.Decode(); err == nil {
-				text = p.(*protocol.StreamableError).Text
-			}
-			return f, &userError{u: u, kind: results.FailServerError, what: "StreamableError while waiting for " + what + ": " + text}
-		case protocol.IDPing:
-			if f.Type == protocol.Request {
-				if err := u.l.write(protocol.AppendHeader(nil, protocol.IDPing, protocol.Response)); err != nil {
-					return f, u.failIO("write", err)
-				}
-			}
-		case protocol.IDEnterRoom, protocol.IDExitRoom:
-		default:
-			return f, u.protocolError("unexpected %s %s while waiting for %s", f.ID, f.Type, what)
+		if err := u.aside(f, what); err != nil {
+			return f, err
 		}
 	}
+}
+
+// aside deals with a packet that arrived while the user waited for what:
+// a Ping request is answered, EnterRoom and ExitRoom indications pass, a
+// StreamableError or any other packet fails the user.
+func (u *user) aside(f protocol.Frame, what string) error {
+	switch f.ID {
+	case protocol.IDStreamableError:
+		text := "(undecodable)"
+		if p, err := f.Decode(); err == nil {
+			text = p.(*protocol.StreamableError).Text
+		}
+		return &userError{u: u, kind: results.FailServerError, what: "StreamableError while waiting for " + what + ": " + text}
+	case protocol.IDPing:
+		if f.Type == protocol.Request {
+			if err := u.l.write(protocol.AppendHeader(nil, protocol.IDPing, protocol.Response)); err != nil {
+				return u.failIO("write", err)
+			}
+		}
+	case protocol.IDEnterRoom, protocol.IDExitRoom:
+	default:
+		return u.protocolError("unexpected %s %s while waiting for %s", f.ID, f.Type, what)
+	}
+	return nil
 }
