@@ -2,10 +2,6 @@ package report
 
 import (
 	"errors"
-	"fmt"
-	"math"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volanogo/volanogo/internal/results"
 )
@@ -73,32 +69,15 @@ type hdrQuantiles interface {
 	Max() int64
 }
 
-// mergeDecode decodes the histograms and merges them into one with the
-// widest range and the finest precision of them, so that nothing drops.
-// (results.MergeHistograms does the same but encodes its result, which a
-// report does not need.)
+// mergeDecode merges the histograms into one decoded histogram
+// (results.MergeDecoded): a report needs the quantiles, not an encoding.
 func mergeDecode(hs []*results.Histogram) (hdrQuantiles, error) {
-	var ds []*hdrhistogram.Histogram
-	lo, hi, sig := int64(math.MaxInt64), int64(0), int64(0)
-	for _, h := range hs {
-		d, err := h.Decode()
-		if err != nil {
-			return nil, err
-		}
-		ds = append(ds, d)
-		lo, hi, sig = min(lo, d.LowestTrackableValue()), max(hi, d.HighestTrackableValue()), max(sig, d.SignificantFigures())
+	m, err := results.MergeDecoded(hs...)
+	if err != nil {
+		return nil, err
 	}
-	if len(ds) == 0 {
+	if m == nil {
 		return nil, errors.New("no histogram")
-	}
-	if len(ds) == 1 {
-		return ds[0], nil
-	}
-	m := hdrhistogram.New(max(lo, 1), hi, int(min(max(sig, 1), 5)))
-	for _, d := range ds {
-		if dropped := m.Merge(d); dropped > 0 {
-			return nil, fmt.Errorf("merging histograms dropped %d values", dropped)
-		}
 	}
 	return m, nil
 }

@@ -149,6 +149,18 @@ func countsLen(lowest, highest int64, digits int) int64 {
 // no histogram at all gives nil. The result has the widest range and the
 // finest precision of its inputs, so that no value is dropped.
 func MergeHistograms(hs ...*Histogram) (*Histogram, error) {
+	out, err := MergeDecoded(hs...)
+	if out == nil || err != nil {
+		return nil, err
+	}
+	return EncodeHistogram(out)
+}
+
+// MergeDecoded merges histograms (nil ones are skipped) into one decoded
+// histogram with the widest range and the finest precision of them, so
+// that no value is dropped; nil when there is none. MergeHistograms is
+// this, encoded.
+func MergeDecoded(hs ...*Histogram) (*hdrhistogram.Histogram, error) {
 	var decoded []*hdrhistogram.Histogram
 	lo, hi, digits := int64(math.MaxInt64), int64(0), int64(0)
 	for i, h := range hs {
@@ -176,5 +188,5 @@ func MergeHistograms(hs ...*Histogram) (*Histogram, error) {
 			return nil, fmt.Errorf("merge histogram %d: %d values dropped", i, dropped)
 		}
 	}
-	return EncodeHistogram(out)
+	return out, nil
 }
