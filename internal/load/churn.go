@@ -64,6 +64,7 @@ func (rs *runState) churn(ctx context.Context, doc *results.Document, spec runSp
 	}()
 	sem := make(chan struct{}, cfg.ConnectConcurrency)
 	cu0, cs0 := cpuTimes()
+	tcp0 := readTCPCounters()
 	begin := time.Now()
 	rs.base = nanotime()
 	rs.timeline = results.NewTimelineRecorder(begin)
@@ -105,9 +106,11 @@ func (rs *runState) churn(ctx context.Context, doc *results.Document, spec runSp
 	close(watchDone)
 	<-watchEnded
 	cu1, cs1 := cpuTimes()
+	tcp1 := readTCPCounters()
 	doc.Interrupted = ctx.Err() != nil
 	doc.TimedStart, doc.TimedEnd = begin, end
 	doc.Client = results.Usage{CPUUserSeconds: max(0, cu1-cu0), CPUSystemSeconds: max(0, cs1-cs0)}
+	doc.TCP = tcpDelta(tcp0, tcp1)
 	if cfg.Gate != nil {
 		cfg.Gate.Ended()
 	}

@@ -82,6 +82,14 @@ Total messages     = 240
 Elapsed time       <normalised>`, head)
 	assert.Regexp(t, `(?m)^Delivery latency   = p50 .+, p90 .+, p99 .+, p99\.9 .+, max .+$`, out.String())
 	assert.Regexp(t, `(?m)^Server CPU         = .* per message`, out.String())
+	if runtime.GOOS == "linux" {
+		// Loopback: at least the clients' 60 chats went out as segments
+		// during the timed phase (other tests' segments count too).
+		require.NotNil(t, d.TCP)
+		assert.GreaterOrEqual(t, d.TCP.SegmentsOut, int64(60))
+		assert.GreaterOrEqual(t, d.TCP.SegmentsIn, int64(60))
+		assert.Regexp(t, `(?m)^TCP \(kernel\)       = \d+ segments out, \d+ retransmitted.*, \d+ delayed ACKs, \d+ loss probes`, out.String())
+	}
 
 	// The text log: the environment header, then the same lines.
 	log, err := os.ReadFile(cfg.File)

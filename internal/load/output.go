@@ -137,6 +137,9 @@ func writeRun(w io.Writer, d *results.Document) {
 		fmt.Fprintf(w, "Server CPU         = %.2f s (%s), %s per message, RSS %s -> %s\n",
 			s.CPUSeconds, cpuShare(s.CPUPercent, serverMachineCPUs(d)), micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
 	}
+	if t := d.TCP; t != nil {
+		fmt.Fprintf(w, "TCP (kernel)       = %s\n", tcpLine(t))
+	}
 	if p := d.Paced; p != nil {
 		fmt.Fprintf(w, "Paced              = %d users, in %.1f/s, out %.1f/s\n", p.ConcurrentUsers, p.InPerSecond, p.OutPerSecond)
 		if p.Broken {
@@ -154,6 +157,17 @@ func writeRun(w io.Writer, d *results.Document) {
 	} else if !d.Passed {
 		fmt.Fprintln(w, "Test failed.")
 	}
+}
+
+// tcpLine is the kernel's TCP counters of a run in one line: segments
+// (both sides on loopback), retransmissions, and the timers' work.
+func tcpLine(t *results.TCPCounters) string {
+	retrans := ""
+	if t.SegmentsOut > 0 && t.Retransmitted > 0 {
+		retrans = fmt.Sprintf(" (%.2f%%)", 100*float64(t.Retransmitted)/float64(t.SegmentsOut))
+	}
+	return fmt.Sprintf("%d segments out, %d retransmitted%s, %d delayed ACKs, %d loss probes (whole network namespace)",
+		t.SegmentsOut, t.Retransmitted, retrans, t.DelayedACKs, t.LossProbes)
 }
 
 func percentiles(h *results.Histogram) string {

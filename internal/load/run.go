@@ -215,6 +215,7 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 		srvStart = srv.sample(ctx)
 	}
 	cu0, cs0 := cpuTimes()
+	tcp0 := readTCPCounters()
 
 	var wg sync.WaitGroup
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(time.Now().UnixNano())))
@@ -294,6 +295,7 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 	end := time.Now()
 	<-allDone
 	cu1, cs1 := cpuTimes()
+	tcp1 := readTCPCounters()
 	var srvEnd serverSample
 	if srv != nil {
 		srvEnd = srv.sample(context.WithoutCancel(ctx))
@@ -311,6 +313,7 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 		doc.Shard.ClockOffsetSeconds = begin.Sub(doc.Shard.StartAt).Seconds()
 	}
 	doc.Client = results.Usage{CPUUserSeconds: max(0, cu1-cu0), CPUSystemSeconds: max(0, cs1-cs0)}
+	doc.TCP = tcpDelta(tcp0, tcp1)
 	rs.finish(doc, end.Sub(begin).Milliseconds(), &srvStart, &srvEnd)
 	if drained.ok && srvStart.ok && doc.Server != nil {
 		s := serverUsage(srvStart, drained, drainedAt.Sub(begin).Seconds(), doc.Counts.Total)

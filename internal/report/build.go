@@ -370,6 +370,9 @@ func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 	}
 	var passed []int64
 	bound, passedRuns := 0, 0
+	if w := retransmitWarning(counted); w != "" {
+		b.rep.Warnings = append(b.rep.Warnings, k.row+" at "+stepName(k.kind, k.step)+": "+w)
+	}
 	for _, d := range counted {
 		r := RunResult{Run: d.Run, RunID: d.RunID, Score: d.Score, Passed: d.Passed && !d.Interrupted}
 		if d.Paced != nil && d.Paced.Broken {
@@ -671,4 +674,32 @@ func joinInts(xs []int64) string {
 		parts[i] = strconv.FormatInt(x, 10)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// retransmitThreshold is the share of TCP segments retransmitted past
+// which a cell's runs get a warning: loopback loses nothing, so
+// retransmissions there are the kernel's timers (see retransmitWarning).
+const retransmitThreshold = 0.001
+
+// retransmitWarning says how much the kernel retransmitted in the run of
+// runs that retransmitted the largest share of its segments, if that
+// share passes retransmitThreshold ("" otherwise).
+func retransmitWarning(runs []*results.Document) string {
+	var worst *results.TCPCounters
+	share := 0.0
+	for _, d := range runs {
+		t := d.TCP
+		if t == nil || t.SegmentsOut <= 0 {
+			continue
+		}
+		if s := float64(t.Retransmitted) / float64(t.SegmentsOut); s > share {
+			worst, share = t, s
+		}
+	}
+	if worst == nil || share <= retransmitThreshold {
+		return ""
+	}
+	return fmt.Sprintf("the kernel retransmitted %.2f%% of the TCP segments of a run (%d of %d; %d delayed ACKs, %d loss probes): "+
+		"on loopback nothing is lost, so these are delayed ACKs outlasting the sender's loss probe (see the README, \"Delayed ACKs on loopback\")",
+		100*share, worst.Retransmitted, worst.SegmentsOut, worst.DelayedACKs, worst.LossProbes)
 }

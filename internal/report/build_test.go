@@ -237,6 +237,32 @@ func TestClientBound(t *testing.T) {
 	assert.False(t, clientBound(d))
 }
 
+// Retransmissions past 0.1% of a run's segments are a warning that names
+// the cell and the worst run's counters; a run without counters, or with
+// fewer retransmissions, none.
+func TestRetransmitWarning(t *testing.T) {
+	var docs []*results.Document
+	for run := 1; run <= 4; run++ {
+		docs = append(docs, doc("p", 300, run, 1000, ""), doc("p", 19000, run, 600, ""))
+	}
+	docs[2].TCP = &results.TCPCounters{SegmentsOut: 1000000, Retransmitted: 1000} // 300 conns, run 2: exactly 0.1%
+	docs[5].TCP = &results.TCPCounters{SegmentsOut: 8838336, Retransmitted: 22063, DelayedACKs: 2965978, LossProbes: 23426}
+	docs[7].TCP = &results.TCPCounters{SegmentsOut: 8000000, Retransmitted: 8001}
+	r, err := Build(docs, DefaultOptions())
+	require.NoError(t, err)
+	require.Len(t, r.Warnings, 1)
+	assert.Equal(t, "p at 19000 connections: the kernel retransmitted 0.25% of the TCP segments of a run (22063 of 8838336; "+
+		"2965978 delayed ACKs, 23426 loss probes): on loopback nothing is lost, so these are delayed ACKs outlasting "+
+		`the sender's loss probe (see the README, "Delayed ACKs on loopback")`, r.Warnings[0])
+
+	// A discarded run's retransmissions do not count.
+	docs[5].TCP, docs[7].TCP = nil, nil
+	docs[1].TCP = &results.TCPCounters{SegmentsOut: 100, Retransmitted: 50} // 19000 conns, run 1: discarded
+	r, err = Build(docs, DefaultOptions())
+	require.NoError(t, err)
+	assert.Empty(t, r.Warnings)
+}
+
 func TestLetters(t *testing.T) {
 	assert.Equal(t, "a", letter(0))
 	assert.Equal(t, "z", letter(25))

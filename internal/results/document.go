@@ -76,6 +76,8 @@ type Document struct {
 	Client Usage `json:"client"`
 	// Server is the server's resource use over the timed phase, when known.
 	Server *ServerUsage `json:"server,omitempty"`
+	// TCP is the kernel's TCP counters over the timed phase (Linux).
+	TCP *TCPCounters `json:"tcp,omitempty"`
 
 	// Paced is set for open-loop (pause) runs.
 	Paced *Paced `json:"paced,omitempty"`
@@ -283,6 +285,23 @@ type ServerUsage struct {
 	OpenConnections int64 `json:"open_connections,omitempty"`
 	Goroutines      int64 `json:"goroutines,omitempty"`
 	OpenFDs         int64 `json:"open_fds,omitempty"`
+}
+
+// TCPCounters are the kernel's TCP counters (/proc/net/snmp and
+// /proc/net/netstat) over a run's timed phase. They are the client's whole
+// network namespace: on loopback both the client's and the server's
+// segments, and any other TCP traffic of the machine. Retransmissions,
+// delayed ACKs and loss probes are how the kernel's timers show in a chat
+// benchmark: see the README's "Delayed ACKs on loopback".
+type TCPCounters struct {
+	SegmentsIn  int64 `json:"segments_in"`
+	SegmentsOut int64 `json:"segments_out"`
+	// Retransmitted segments (RetransSegs).
+	Retransmitted int64 `json:"retransmitted"`
+	// DelayedACKs is how often a delayed-ACK timer sent an ACK.
+	DelayedACKs int64 `json:"delayed_acks"`
+	// LossProbes is how often a sender's tail-loss-probe timer fired.
+	LossProbes int64 `json:"loss_probes"`
 }
 
 // Paced is the outcome of an open-loop step.

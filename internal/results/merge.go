@@ -106,6 +106,9 @@ func Merge(shards []*Document) (*Document, error) {
 	latency := map[string][]*Histogram{}
 	var latencyNames []string
 	var churnFirst []*Histogram
+	// TCP counters are a whole network namespace's: shards on one host
+	// (--procs) see the same counters, shards on several hosts add up.
+	tcpHosts := map[string]bool{}
 	maxElapsed := 0.0
 	for _, d := range sorted {
 		m.Started = earliest(m.Started, d.Started)
@@ -148,6 +151,17 @@ func Merge(shards []*Document) (*Document, error) {
 		if m.Server == nil && d.Server != nil {
 			s := *d.Server
 			m.Server = &s
+		}
+		if t := d.TCP; t != nil && !tcpHosts[d.Environment.Hostname] {
+			tcpHosts[d.Environment.Hostname] = true
+			if m.TCP == nil {
+				m.TCP = &TCPCounters{}
+			}
+			add(&m.TCP.SegmentsIn, t.SegmentsIn)
+			add(&m.TCP.SegmentsOut, t.SegmentsOut)
+			add(&m.TCP.Retransmitted, t.Retransmitted)
+			add(&m.TCP.DelayedACKs, t.DelayedACKs)
+			add(&m.TCP.LossProbes, t.LossProbes)
 		}
 		if d.Paced != nil {
 			if m.Paced == nil {

@@ -291,3 +291,28 @@ func TestGroupRunsAndMergeAll(t *testing.T) {
 	assert.Nil(t, merged[2].Shard)
 	assert.Equal(t, 1, merged[2].Shards)
 }
+
+// TCP counters are a network namespace's: shards of one host report the
+// same counters (counted once), shards of other hosts add theirs.
+func TestMergeTCPCountersPerHost(t *testing.T) {
+	docs := shardDocs(t)
+	hosts := []string{"node-a", "node-a", "node-b"}
+	for i, d := range docs {
+		d.Environment.Hostname = hosts[i]
+		n := int64(i + 1)
+		d.TCP = &TCPCounters{SegmentsIn: 1000 * n, SegmentsOut: 1000 * n, Retransmitted: n, DelayedACKs: 10 * n, LossProbes: 2 * n}
+	}
+	m, err := Merge(docs)
+	require.NoError(t, err)
+	require.NotNil(t, m.TCP)
+	// node-a counted once (shard 0's figures), node-b's added.
+	assert.Equal(t, TCPCounters{SegmentsIn: 4000, SegmentsOut: 4000, Retransmitted: 4, DelayedACKs: 40, LossProbes: 8}, *m.TCP)
+	require.NoError(t, m.Validate())
+
+	for _, d := range docs {
+		d.TCP = nil
+	}
+	m, err = Merge(docs)
+	require.NoError(t, err)
+	assert.Nil(t, m.TCP, "no shard measured TCP")
+}

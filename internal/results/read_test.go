@@ -60,6 +60,7 @@ func TestReadErrors(t *testing.T) {
 		{"wrong type", edited(t, func(m map[string]any) { m["counts"] = "many" }), ErrNotDocument, `"counts"`},
 		{"no run id", `{"schema": 1}`, ErrInvalid, "run_id"},
 		{"negative count", edited(t, func(m map[string]any) { m["counts"].(map[string]any)["sent"] = -5 }), ErrInvalid, "counts.sent is negative"},
+		{"negative tcp counter", edited(t, func(m map[string]any) { m["tcp"] = map[string]any{"retransmitted": -1} }), ErrInvalid, "tcp.retransmitted is negative"},
 		{"bad total", edited(t, func(m map[string]any) { m["counts"].(map[string]any)["total"] = 1 }), ErrInvalid, "counts.total"},
 		{"bad histogram", edited(t, func(m map[string]any) {
 			m["latency"].(map[string]any)["delivery"].(map[string]any)["hdr"] = "bm90IGhkcg=="

@@ -106,6 +106,13 @@ func (d *Document) Validate() error {
 	nonNegF("client.cpu_system_seconds", d.Client.CPUSystemSeconds)
 	nonNeg("client.peak_rss_bytes", d.Client.PeakRSSBytes)
 	nonNegF("client.cpu_per_message_us", d.Client.CPUPerMessageMicros)
+	if t := d.TCP; t != nil {
+		nonNeg("tcp.segments_in", t.SegmentsIn)
+		nonNeg("tcp.segments_out", t.SegmentsOut)
+		nonNeg("tcp.retransmitted", t.Retransmitted)
+		nonNeg("tcp.delayed_acks", t.DelayedACKs)
+		nonNeg("tcp.loss_probes", t.LossProbes)
+	}
 	if s := d.Server; s != nil {
 		nonNegF("server.cpu_seconds", s.CPUSeconds)
 		nonNegF("server.cpu_percent", s.CPUPercent)
