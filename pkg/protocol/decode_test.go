@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -218,6 +219,38 @@ func TestReaderBufferStaysSmall(t *testing.T) {
 	assert.Equal(t, big, p)
 	assert.GreaterOrEqual(t, cap(r.buf), len(b))
 	assert.LessOrEqual(t, cap(r.buf), 2*len(b))
+
+	// After the large packet the buffer goes back to its first size (on
+	// a later read: the frame stays valid until then), also when the
+	// large packet came with more bytes behind it; a large packet that
+	// follows grows it again.
+	small, err := (&Chat{Type: Request, RoomName: "Room1", UserName: "u", Text: "hello"}).AppendPacket(nil)
+	require.NoError(t, err)
+	for _, stream := range [][]byte{
+		bytes.Join([][]byte{b, small, small}, nil),
+		bytes.Join([][]byte{b, small, b, small}, nil),
+	} {
+		r = NewReader(&chunkReader{data: stream, rng: rand.New(rand.NewPCG(1, 2)), max: 700}, 0)
+		f, err := r.Next()
+		require.NoError(t, err)
+		require.Equal(t, IDEnterRoom, f.ID)
+		require.Greater(t, cap(r.buf), initialBuffer)
+		raw := bytes.Clone(f.Raw)
+		assert.Equal(t, b, raw)
+		for {
+			f, err = r.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			if f.ID == IDChat {
+				assert.Equal(t, small, f.Raw)
+			} else {
+				assert.Equal(t, b, f.Raw, "the large packet again, whole")
+			}
+		}
+		assert.Equal(t, initialBuffer, cap(r.buf), "the buffer is small again once the large packets are read")
+	}
 }
 
 func TestTruncatedPackets(t *testing.T) {

@@ -27,7 +27,9 @@ func (f Frame) Decode() (Packet, error) { return DecodeMessage(f.Raw) }
 // end; it does not check string contents (Frame.Decode and ParseChat do).
 //
 // The buffer starts at 512 bytes and grows only when one packet needs more,
-// never beyond maxPacket. In steady state Next does not allocate.
+// never beyond maxPacket; once such a packet has been consumed and nothing
+// is buffered, it goes back to 512 bytes. In steady state Next does not
+// allocate.
 type Reader struct {
 	r     io.Reader
 	max   int
@@ -116,6 +118,15 @@ const maxEmptyReads = 100
 
 // fill reads until at least need bytes are buffered from r.start.
 func (r *Reader) fill(need int) error {
+	if len(r.buf) > initialBuffer && need <= initialBuffer && r.end-r.start <= initialBuffer/2 {
+		// A large packet grew the buffer and has been consumed (its
+		// frame is no longer valid): give the memory back, so that one
+		// large packet does not keep a connection large for its life.
+		nb := make([]byte, initialBuffer)
+		r.end = copy(nb, r.buf[r.start:r.end])
+		r.start = 0
+		r.buf = nb
+	}
 	if r.buf == nil {
 		r.buf = make([]byte, min(initialBuffer, r.max))
 	}
