@@ -155,7 +155,8 @@ Scale-out: --shard I/N runs a contiguous block of the rooms with the run's
 --run-id, and --start-at starts the timed phase at a wall-clock time after
 the set-up; --procs N (or auto: enough that no process passes its open-files
 limit) starts N shard processes of this program, starts them together and
-merges their results. --scenario churn repeats connect, Access, EnterRoom,
+merges their results; each gets GOMAXPROCS = processors / N (at least 1)
+unless GOMAXPROCS is set. --scenario churn repeats connect, Access, EnterRoom,
 one chat, ExitRoom, close -count times per user and checks the server for
 leaks. --server-cpus 1,2 runs each step with the spawned server restricted
 to that many processors.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +81,7 @@ func startTestServer(t *testing.T) *server.Server {
 
 func TestLoadProcs(t *testing.T) {
 	t.Setenv("VOLANOGO_TEST_MAIN", "1")
+	t.Setenv("GOMAXPROCS", "") // the shards' GOMAXPROCS is load's choice
 	s := startTestServer(t)
 	host, port, _ := net.SplitHostPort(s.Addr().String())
 	doc := filepath.Join(t.TempDir(), "run.json")
@@ -101,6 +103,8 @@ func TestLoadProcs(t *testing.T) {
 	require.NotNil(t, d.Server, "the parent reads the server")
 	assert.Equal(t, "metrics", d.Server.Source)
 	assert.Contains(t, d.CommandLine, "--procs=2")
+	// Each shard schedules onto its share of the processors.
+	assert.Equal(t, max(1, runtime.GOMAXPROCS(0)/2), d.Environment.GOMAXPROCS)
 }
 
 func TestLoadProcsShardFails(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,6 +177,7 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 	for i := range procs {
 		procs[i] = &shardProc{index: i, out: &tailBuffer{}, stderr: &tailBuffer{}, path: filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))}
 	}
+	env := shardEnv(n)
 	var wg sync.WaitGroup
 	var startErr error
 	for i, p := range procs {
@@ -187,7 +189,7 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 		if testHookShardArgv != nil {
 			argv = testHookShardArgv(i, argv)
 		}
-		if startErr = p.start(argv, events, &wg); startErr != nil {
+		if startErr = p.start(argv, env, events, &wg); startErr != nil {
 			p.exited, p.err = true, startErr
 		}
 	}
@@ -401,9 +403,24 @@ func runProcs(ctx context.Context, cfg *Config, spec runSpec, d *dialer, probe s
 	return m, nil
 }
 
-// start starts the shard process and a reader of its standard output.
-func (p *shardProc) start(argv []string, events chan<- shardEvent, wg *sync.WaitGroup) error {
+// shardEnv is the environment of the n shard processes of one machine:
+// each gets GOMAXPROCS of this process's processors divided among them
+// (at least 1), unless the user set GOMAXPROCS. n processes that each
+// schedule onto every processor oversubscribe them: on the 2-core
+// development machine, two shards at 950 rooms spent 6.3 to 7.3 µs of CPU
+// per message with 2 each and 4.7 to 4.9 µs with 1 each. nil: inherit.
+func shardEnv(n int) []string {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return nil
+	}
+	return append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(max(1, runtime.GOMAXPROCS(0)/n)))
+}
+
+// start starts the shard process (env nil: this process's environment)
+// and a reader of its standard output.
+func (p *shardProc) start(argv, env []string, events chan<- shardEvent, wg *sync.WaitGroup) error {
 	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

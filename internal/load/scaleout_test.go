@@ -296,3 +296,15 @@ func TestShardArgs(t *testing.T) {
 		assert.Contains(t, a, want)
 	}
 }
+
+func TestShardEnv(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	env := shardEnv(2)
+	require.NotEmpty(t, env)
+	assert.Equal(t, "GOMAXPROCS="+strconv.Itoa(max(1, runtime.GOMAXPROCS(0)/2)), env[len(env)-1])
+	env = shardEnv(1000)
+	assert.Equal(t, "GOMAXPROCS=1", env[len(env)-1], "at least one each")
+
+	t.Setenv("GOMAXPROCS", "3")
+	assert.Nil(t, shardEnv(2), "the user's GOMAXPROCS is inherited")
+}
