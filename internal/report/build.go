@@ -164,6 +164,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	b.capacity()
 	b.churn()
 	b.latency()
+	b.cost()
 	b.environments()
 	if opt.Compare[0] != "" {
 		if err := b.compare(); err != nil {

@@ -263,6 +263,63 @@ func TestRetransmitWarning(t *testing.T) {
 	assert.Empty(t, r.Warnings)
 }
 
+// The cost table: medians over the passed counted runs that have each
+// figure; a discarded or failed run does not count, a run without the
+// figures is skipped rather than counted as 0, and a platform or step
+// without any figure has no row.
+func TestCostTable(t *testing.T) {
+	figures := func(d *results.Document, server, client float64, tcp *results.TCPCounters) *results.Document {
+		d.Counts.Total = 1000
+		d.Server = &results.ServerUsage{Source: "metrics", CPUPerMessageMicros: server}
+		d.Client.CPUPerMessageMicros = client
+		d.TCP = tcp
+		return d
+	}
+	docs := []*results.Document{
+		// Discarded: its figures must not count.
+		figures(doc("p", 1000, 1, 900, ""), 999, 999, &results.TCPCounters{SegmentsOut: 400, Retransmitted: 400, DelayedACKs: 99999}),
+		figures(doc("p", 1000, 2, 1900, ""), 4, 2, &results.TCPCounters{SegmentsOut: 400, Retransmitted: 1, DelayedACKs: 500}),
+		figures(doc("p", 1000, 3, 1900, ""), 6, 3, &results.TCPCounters{SegmentsOut: 400, Retransmitted: 3, DelayedACKs: 1500}),
+		figures(doc("p", 1000, 4, 1900, ""), 100, 10, &results.TCPCounters{SegmentsOut: 400, Retransmitted: 2, DelayedACKs: 1000}),
+		// Passed without figures: skipped, not a 0.
+		figures(doc("p", 1000, 5, 1900, ""), 0, 0, nil),
+		// Failed: not counted.
+		figures(doc("p", 1000, 6, 0, results.FailReset), 1000, 1000, &results.TCPCounters{SegmentsOut: 400, Retransmitted: 400, DelayedACKs: 99999}),
+		// A step with only the client's CPU, and one with no figure at all.
+		figures(doc("p", 2000, 1, 1900, ""), 0, 7, nil),
+		figures(doc("p", 2000, 2, 1900, ""), 0, 5, nil),
+		doc("p", 3000, 1, 1900, ""), doc("p", 3000, 2, 1900, ""),
+		// A platform with no figure at all.
+		doc("q", 1000, 1, 1900, ""), doc("q", 1000, 2, 1900, ""),
+	}
+	f := func(v float64) *float64 { return &v }
+	r, err := Build(docs, Options{Discard: 1, Best: 2, Of: 5})
+	require.NoError(t, err)
+	require.NotNil(t, r.Cost)
+	assert.Equal(t, []CostRow{
+		{Platform: "p", Kind: KindTurns, Step: 1000, ServerMicros: f(6), ClientMicros: f(3),
+			DelayedACKsPerMessage: f(1), RetransmittedPercent: f(0.5)},
+		{Platform: "p", Kind: KindTurns, Step: 2000, ClientMicros: f(5)},
+	}, r.Cost.Rows)
+
+	text := string(render(t, r, "text"))
+	assert.Contains(t, text, "What does a message cost?")
+	assert.Contains(t, text, "6.00 µs")
+	assert.Contains(t, text, "0.50%")
+
+	// No run has any figure: no table.
+	var bare []*results.Document
+	for _, d := range docs {
+		if d.Label == "q" {
+			bare = append(bare, d)
+		}
+	}
+	r, err = Build(bare, DefaultOptions())
+	require.NoError(t, err)
+	assert.Nil(t, r.Cost)
+	assert.NotContains(t, string(render(t, r, "text")), "What does a message cost?")
+}
+
 func TestLetters(t *testing.T) {
 	assert.Equal(t, "a", letter(0))
 	assert.Equal(t, "z", letter(25))

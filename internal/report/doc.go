@@ -102,6 +102,18 @@
 // (log scale), server CPU and p99 latency (log scale, with the SLO) in
 // three panels over the concurrent users, the first broken step marked.
 //
+// # What does a message cost?
+//
+// For every turn-taking and paced main cell the cost table gives the
+// medians, over the passed counted runs that have the figure, of the
+// server's and the client's CPU per message (Server and Client
+// CPUPerMessageMicros, when above 0), of the delayed ACKs per message
+// (TCP.DelayedACKs / Counts.Total) and of the percentage of TCP segments
+// retransmitted (100 × TCP.Retransmitted / TCP.SegmentsOut). The TCP
+// counters are the whole client machine's, so with client and server on
+// one machine they count both sides. A figure no run has is "–"; a cell
+// with none of the four has no row.
+//
 // # Churn
 //
 // Churn steps (Config.Scenario "churn"; the step is rooms × users) are

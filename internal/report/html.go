@@ -30,6 +30,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join":          strings.Join,
 	"churnHeadline": churnHeadline,
 	"churnCells":    churnCells,
+	"costCells":     costCells,
 	"median": func(c *Cell) string {
 		if !c.HasScore() {
 			return ""
@@ -551,6 +552,8 @@ type htmlData struct {
 	ScaleIntro   string
 	ClientNote   string
 	LatIntro     string
+	CostIntro    string
+	CostColumns  []string
 	CapIntro     string
 	ProcIntro    string
 	CompareIntro string
@@ -566,7 +569,7 @@ type htmlData struct {
 
 func (r *Report) renderHTML(w io.Writer) error {
 	d := htmlData{Report: r, Rule: r.ruleText(), FastIntro: fastIntro, ScaleIntro: scaleIntro, ClientNote: clientNote,
-		LatIntro: latIntro, CapIntro: capIntro, ProcIntro: procIntro, ChurnIntro: churnIntro, ChurnColumns: churnColumns,
+		LatIntro: latIntro, CostIntro: costIntro, CostColumns: costColumns, CapIntro: capIntro, ProcIntro: procIntro, ChurnIntro: churnIntro, ChurnColumns: churnColumns,
 		CapCharts: r.capacityCharts(),
 		FastChart: r.fastChart(), ScaleChart: r.scaleChart(), LatChart: r.latencyChart(), P99Chart: r.p99Chart()}
 	if r.Compare != nil {

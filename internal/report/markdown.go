@@ -137,6 +137,14 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		mdTable(w, []string{"Platform", "Step", "Messages", "p50", "p99", "p99.9", "max"},
 			map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true}, rows)
 	}
+	if t := r.Cost; t != nil {
+		fmt.Fprintf(w, "## What does a message cost?\n\n%s\n\n", costIntro)
+		var rows [][]string
+		for _, row := range t.Rows {
+			rows = append(rows, costCells(row))
+		}
+		mdTable(w, costColumns, map[int]bool{2: true, 3: true, 4: true, 5: true}, rows)
+	}
 	if t := r.Compare; t != nil {
 		fmt.Fprintf(w, "## Compare: %s vs %s\n\n%s\n\n", mdEscape(t.A), mdEscape(t.B), mdEscape(compareIntro(t)))
 		var rows [][]string
@@ -313,6 +321,20 @@ func (r *Report) renderCSV(w io.Writer) error {
 			rec(tb, row.Platform, row.Step, "p99 ns", i64(row.P99))
 			rec(tb, row.Platform, row.Step, "p99.9 ns", i64(row.P999))
 			rec(tb, row.Platform, row.Step, "max ns", i64(row.Max))
+		}
+	}
+	if t := r.Cost; t != nil {
+		for _, row := range t.Rows {
+			tb := "cost " + row.Kind
+			for _, m := range []struct {
+				name string
+				v    *float64
+			}{{"server cpu/msg us", row.ServerMicros}, {"client cpu/msg us", row.ClientMicros},
+				{"delayed acks/msg", row.DelayedACKsPerMessage}, {"retransmitted %", row.RetransmittedPercent}} {
+				if m.v != nil {
+					rec(tb, row.Platform, row.Step, m.name, f64(*m.v))
+				}
+			}
 		}
 	}
 	if t := r.Compare; t != nil {

@@ -60,6 +60,7 @@ type Report struct {
 	Fast       *FastTable      `json:"fast,omitempty"`
 	Scale      *ScaleTable     `json:"scale,omitempty"`
 	Latency    *LatencyTable   `json:"latency,omitempty"`
+	Cost       *CostTable      `json:"cost,omitempty"`
 	Capacity   *CapacityTable  `json:"capacity,omitempty"`
 	Churn      *ChurnTable     `json:"churn,omitempty"`
 	Processors *ProcessorTable `json:"processors,omitempty"`
@@ -245,6 +246,29 @@ type LatencyRow struct {
 	P99       int64  `json:"p99_ns"`
 	P999      int64  `json:"p999_ns"`
 	Max       int64  `json:"max_ns"`
+}
+
+// CostTable is what a message costs: CPU per message of the server and
+// the client, and the kernel's TCP timers per message, medians over the
+// passed counted runs of each main cell (turn-taking and paced).
+type CostTable struct {
+	Rows []CostRow `json:"rows"`
+}
+
+// CostRow is one platform at one step. A nil figure is unknown: no
+// counted run that passed had it.
+type CostRow struct {
+	Platform string `json:"platform"`
+	Kind     string `json:"kind"`
+	Step     int64  `json:"step"`
+	// ServerMicros and ClientMicros are CPU per message, µs
+	// (Server.CPUPerMessageMicros, Client.CPUPerMessageMicros).
+	ServerMicros *float64 `json:"server_cpu_per_message_us,omitempty"`
+	ClientMicros *float64 `json:"client_cpu_per_message_us,omitempty"`
+	// DelayedACKsPerMessage is TCP.DelayedACKs / Counts.Total.
+	DelayedACKsPerMessage *float64 `json:"delayed_acks_per_message,omitempty"`
+	// RetransmittedPercent is 100 × TCP.Retransmitted / TCP.SegmentsOut.
+	RetransmittedPercent *float64 `json:"retransmitted_percent,omitempty"`
 }
 
 // CapacityTable is the paced (open-loop) capacity test, one block per

@@ -285,6 +285,78 @@ func (b *builder) latency() {
 	}
 }
 
+// cost builds the per-message cost table from the main cells: the medians
+// over the passed counted runs of each figure, over the runs that have it.
+func (b *builder) cost() {
+	t := &CostTable{}
+	for _, row := range b.rep.Platforms {
+		for _, kind := range []string{KindTurns, KindPaced} {
+			for _, step := range b.steps(kind) {
+				c := b.mainCell(row, kind, step)
+				if c == nil || c.Missing {
+					continue
+				}
+				counted, _ := b.counted(b.docs[cellKey{row, kind, step, c.CPUs}])
+				var passed []*results.Document
+				for _, d := range counted {
+					if d.Passed {
+						passed = append(passed, d)
+					}
+				}
+				r := CostRow{Platform: row, Kind: kind, Step: step,
+					ServerMicros:          medianOf(passed, serverCPUPerMessage),
+					ClientMicros:          medianOf(passed, clientCPUPerMessage),
+					DelayedACKsPerMessage: medianOf(passed, delayedACKsPerMessage),
+					RetransmittedPercent:  medianOf(passed, retransmittedPercent)}
+				if r.ServerMicros == nil && r.ClientMicros == nil && r.DelayedACKsPerMessage == nil &&
+					r.RetransmittedPercent == nil {
+					continue
+				}
+				t.Rows = append(t.Rows, r)
+			}
+		}
+	}
+	if len(t.Rows) > 0 {
+		b.rep.Cost = t
+	}
+}
+
+// medianOf is the median of get over the documents that have the figure,
+// nil when none has it.
+func medianOf(docs []*results.Document, get func(*results.Document) (float64, bool)) *float64 {
+	vs := values(docs, get)
+	if len(vs) == 0 {
+		return nil
+	}
+	m := median(vs)
+	return &m
+}
+
+func serverCPUPerMessage(d *results.Document) (float64, bool) {
+	if d.Server == nil || d.Server.CPUPerMessageMicros <= 0 {
+		return 0, false
+	}
+	return d.Server.CPUPerMessageMicros, true
+}
+
+func clientCPUPerMessage(d *results.Document) (float64, bool) {
+	return d.Client.CPUPerMessageMicros, d.Client.CPUPerMessageMicros > 0
+}
+
+func delayedACKsPerMessage(d *results.Document) (float64, bool) {
+	if d.TCP == nil || d.Counts.Total <= 0 {
+		return 0, false
+	}
+	return float64(d.TCP.DelayedACKs) / float64(d.Counts.Total), true
+}
+
+func retransmittedPercent(d *results.Document) (float64, bool) {
+	if d.TCP == nil || d.TCP.SegmentsOut <= 0 {
+		return 0, false
+	}
+	return 100 * float64(d.TCP.Retransmitted) / float64(d.TCP.SegmentsOut), true
+}
+
 // compare builds the side-by-side comparison of two rows.
 func (b *builder) compare() error {
 	a, c := b.opt.Compare[0], b.opt.Compare[1]

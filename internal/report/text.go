@@ -285,6 +285,17 @@ func (r *Report) renderText(w io.Writer) error {
 		tb.write(w)
 	}
 
+	if t := r.Cost; t != nil {
+		heading(w, "What does a message cost?")
+		para(w, "", costIntro)
+		fmt.Fprintln(w)
+		tb := &table{head: costColumns, left: map[int]bool{0: true, 1: true}, keep: 2}
+		for _, row := range t.Rows {
+			tb.rows = append(tb.rows, costCells(row))
+		}
+		tb.write(w)
+	}
+
 	if t := r.Compare; t != nil {
 		heading(w, "Compare: "+t.A+" vs "+t.B)
 		para(w, "", compareIntro(t))
