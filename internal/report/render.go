@@ -65,7 +65,7 @@ const (
 	scaleIntro = "Scores by concurrent connections (rooms × users). Limit: the most connections any run held."
 	clientNote = "* client-bound: the client used 90% of its processors, or as much CPU per message as an unsaturated server; the score measures the client as much as the server."
 	latIntro   = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs; for paced steps from the scheduled send, so that a server that falls behind is not flattered (coordinated omission)."
-	costIntro  = "CPU per message of the server and the client, delayed ACKs per message and the share of TCP segments retransmitted (the kernel's counters: whole machine, from the client's side); medians of the counted runs that passed. The figures to compare servers by when client and server share a machine."
+	costIntro  = "CPU per message of the server and of the client; delayed ACKs per message and the share of TCP segments retransmitted (Retrans.), from the kernel's counters of the whole client machine. Medians of the counted runs that passed: the figures to compare servers by when client and server share a machine."
 	capIntro   = "Paced (open-loop) steps: each user sends at a fixed pause. A step breaks when connections are refused or dropped, messages are lost, or p99 exceeds the SLO."
 	procIntro  = "Score at each server processor count; in parentheses the gain per added processor over the next lower count."
 	churnIntro = "Connection churn: each user repeats connect, Access, EnterRoom, one chat, ExitRoom, close. Sequences and sequences per second are medians over the counted runs. Cold is each user's first sequence, warm the later ones (as the RSVP measurements timed a first execution apart from the next), merged from their HDR histograms; cold/warm is the ratio of the p50s. Leaked is what the server still held after a run against before it (connections, goroutines, file descriptors), the most over every run of the step."
@@ -159,7 +159,7 @@ func fmtCompare(v float64, unit string) string {
 
 // costColumns are the columns of the cost table, every format alike; the
 // intro says that the figures are per message.
-var costColumns = []string{"Platform", "Step", "Server CPU", "Client CPU", "Delayed ACKs", "Retransmitted"}
+var costColumns = []string{"Platform", "Step", "Server CPU", "Client CPU", "Delayed ACKs", "Retrans."}
 
 // costCells is one row of the cost table; "–" for an unknown figure.
 func costCells(row CostRow) []string {
