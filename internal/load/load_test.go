@@ -95,6 +95,10 @@ Elapsed time       <normalised>`, head)
 	log, err := os.ReadFile(cfg.File)
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "java.vendor = volanogo\n")
+	if cc, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control"); err == nil {
+		assert.Contains(t, string(log), "tcp.congestion = "+strings.TrimSpace(string(cc))+"\n")
+		assert.Equal(t, strings.TrimSpace(string(cc)), d.Environment.TCPCongestion)
+	}
 	assert.True(t, strings.HasSuffix(string(log), out.String()))
 }
 

@@ -70,6 +70,12 @@ func environmentHeader(w io.Writer, cfg *Config) {
 	if e.EphemeralPorts != "" {
 		fmt.Fprintf(w, "ephemeral.ports = %s\n", e.EphemeralPorts)
 	}
+	if e.TCPCongestion != "" {
+		fmt.Fprintf(w, "tcp.congestion = %s\n", e.TCPCongestion)
+	}
+	if e.LoopbackQuickACK {
+		fmt.Fprintln(w, "loopback.quickack = 1")
+	}
 	if len(cfg.CommandLine) > 0 {
 		fmt.Fprintf(w, "command.line = %s\n", strings.Join(cfg.CommandLine, " "))
 	}

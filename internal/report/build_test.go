@@ -487,3 +487,21 @@ func TestEscaping(t *testing.T) {
 	text := string(render(t, r, "text"))
 	assert.Contains(t, text, `Command:   volanogo load -label 'it'\''s <b>' '`+"`tick`'")
 }
+
+// The client machine's TCP settings reach the environment and its Runtime
+// line: congestion control always, the loopback quickack only when set.
+func TestEnvironmentTCPSettings(t *testing.T) {
+	d := doc("p", 300, 1, 1000, "")
+	d.Environment = results.Environment{OS: "linux", GoVersion: "go1.26.8", EphemeralPorts: "32768 60999",
+		TCPCongestion: "bbr", LoopbackQuickACK: true}
+	r, err := Build([]*results.Document{d}, Options{Discard: 0, Best: 1, Of: 1})
+	require.NoError(t, err)
+	require.Len(t, r.Environments, 1)
+	e := r.Environments[0]
+	assert.Equal(t, "bbr", e.TCPCongestion)
+	assert.True(t, e.LoopbackQuickACK)
+	assert.Contains(t, envLines(e), [2]string{"Runtime", "go1.26.8; ports 32768 60999; TCP bbr; loopback quickack"})
+
+	e.LoopbackQuickACK = false
+	assert.Contains(t, envLines(e), [2]string{"Runtime", "go1.26.8; ports 32768 60999; TCP bbr"})
+}

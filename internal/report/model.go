@@ -479,6 +479,10 @@ type Environment struct {
 	OpenFilesSoft  int64  `json:"open_files_soft,omitempty"`
 	OpenFilesHard  int64  `json:"open_files_hard,omitempty"`
 	EphemeralPorts string `json:"ephemeral_ports,omitempty"`
+	// TCPCongestion and LoopbackQuickACK are the client machine's TCP
+	// settings (results.Environment).
+	TCPCongestion    string `json:"tcp_congestion,omitempty"`
+	LoopbackQuickACK bool   `json:"loopback_quickack,omitempty"`
 	// Transports are the transports used ("tcp", "ws").
 	Transports []string `json:"transports,omitempty"`
 	// Server describes what is known of the server: its processors,

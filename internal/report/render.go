@@ -328,6 +328,12 @@ func envLines(e Environment) [][2]string {
 	if e.EphemeralPorts != "" {
 		limits = append(limits, "ports "+e.EphemeralPorts)
 	}
+	if e.TCPCongestion != "" {
+		limits = append(limits, "TCP "+e.TCPCongestion)
+	}
+	if e.LoopbackQuickACK {
+		limits = append(limits, "loopback quickack")
+	}
 	out := [][2]string{{"Client", client}, {"Processor", cpu}}
 	if len(limits) > 0 {
 		out = append(out, [2]string{"Runtime", strings.Join(limits, "; ")})

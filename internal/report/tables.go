@@ -495,7 +495,8 @@ func (b *builder) environments() {
 			Platform: row, Hostname: e.Hostname, OS: osName(e), Kernel: e.Kernel,
 			CPU: e.CPUModel, CPUs: e.CPUs, MemoryBytes: e.MemoryBytes, GoVersion: e.GoVersion,
 			GOMAXPROCS: e.GOMAXPROCS, OpenFilesSoft: e.OpenFilesSoft, OpenFilesHard: e.OpenFilesHard,
-			EphemeralPorts: e.EphemeralPorts, Runs: len(docs),
+			EphemeralPorts: e.EphemeralPorts, TCPCongestion: e.TCPCongestion, LoopbackQuickACK: e.LoopbackQuickACK,
+			Runs: len(docs),
 		}
 		hosts := map[string]bool{}
 		for _, d := range docs {

@@ -161,6 +161,12 @@ type Environment struct {
 	OpenFilesHard int64  `json:"open_files_hard"`
 	// EphemeralPorts is net.ipv4.ip_local_port_range, e.g. "32768 60999".
 	EphemeralPorts string `json:"ephemeral_ports,omitempty"`
+	// TCPCongestion is net.ipv4.tcp_congestion_control, e.g. "cubic".
+	TCPCongestion string `json:"tcp_congestion,omitempty"`
+	// LoopbackQuickACK is true when the local route of 127.0.0.1 has
+	// quickack set: loopback TCP then acknowledges at once, without the
+	// delayed-ACK timer (see TCPCounters).
+	LoopbackQuickACK bool `json:"loopback_quickack,omitempty"`
 }
 
 // Counts are Mark's totals. Expected is rooms × users × count for sent and

@@ -47,6 +47,8 @@ func Collect() results.Environment {
 		env.OpenFilesSoft, env.OpenFilesHard = clampLimit(soft), clampLimit(hard)
 	}
 	env.EphemeralPorts = ephemeralPorts()
+	env.TCPCongestion = tcpCongestion()
+	env.LoopbackQuickACK = loopbackQuickACK()
 	return env
 }
 

@@ -37,6 +37,10 @@ func memoryBytes() int64 {
 	return int64(n)
 }
 
+func tcpCongestion() string { return "" }
+
+func loopbackQuickACK() bool { return false }
+
 func ephemeralPorts() string {
 	first, err1 := unix.SysctlUint32("net.inet.ip.portrange.first")
 	last, err2 := unix.SysctlUint32("net.inet.ip.portrange.last")

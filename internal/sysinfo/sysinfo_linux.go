@@ -3,10 +3,12 @@ package sysinfo
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -88,6 +90,95 @@ func parseMeminfo(s, key string) int64 {
 
 func ephemeralPorts() string {
 	return strings.Join(strings.Fields(readFile("/proc/sys/net/ipv4/ip_local_port_range")), " ")
+}
+
+func tcpCongestion() string {
+	return strings.TrimSpace(readFile("/proc/sys/net/ipv4/tcp_congestion_control"))
+}
+
+// loopbackQuickACK asks the kernel for its IPv4 routes (every table) and
+// reports whether the most specific local route of 127.0.0.1 has quickack.
+func loopbackQuickACK() bool {
+	b, err := syscall.NetlinkRIB(syscall.RTM_GETROUTE, syscall.AF_INET)
+	if err != nil {
+		return false
+	}
+	q, err := parseLoopbackQuickACK(b)
+	return err == nil && q
+}
+
+// parseLoopbackQuickACK reads a route dump (netlink RTM_NEWROUTE messages)
+// and reports whether the most specific local route that covers 127.0.0.1
+// carries the metric RTAX_QUICKACK with a value other than 0.
+func parseLoopbackQuickACK(dump []byte) (bool, error) {
+	msgs, err := syscall.ParseNetlinkMessage(dump)
+	if err != nil {
+		return false, err
+	}
+	best, quick := -1, false
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Header.Type != syscall.RTM_NEWROUTE || len(m.Data) < syscall.SizeofRtMsg {
+			continue
+		}
+		// struct rtmsg: family, dst_len, src_len, tos, table, protocol,
+		// scope, type (one byte each), flags.
+		dstLen, typ := int(m.Data[1]), m.Data[7]
+		if typ != syscall.RTN_LOCAL || dstLen > 32 || dstLen <= best {
+			continue
+		}
+		attrs, err := syscall.ParseNetlinkRouteAttr(m)
+		if err != nil {
+			return false, err
+		}
+		var dst []byte
+		q := false
+		for _, a := range attrs {
+			switch a.Attr.Type {
+			case syscall.RTA_DST:
+				dst = a.Value
+			case syscall.RTA_METRICS:
+				q = metricQuickACK(a.Value)
+			}
+		}
+		if (dstLen == 0 || len(dst) == 4) && coversLoopback(dst, dstLen) {
+			best, quick = dstLen, q
+		}
+	}
+	return quick, nil
+}
+
+// coversLoopback reports whether the prefix dst/bits contains 127.0.0.1.
+func coversLoopback(dst []byte, bits int) bool {
+	lo := [4]byte{127, 0, 0, 1}
+	for i := 0; i < bits; i++ {
+		mask := byte(0x80) >> (i % 8)
+		if dst[i/8]&mask != lo[i/8]&mask {
+			return false
+		}
+	}
+	return true
+}
+
+// metricQuickACK finds RTAX_QUICKACK among a route's metrics (nested
+// attributes: length, type, a 32-bit value).
+func metricQuickACK(b []byte) bool {
+	for len(b) >= 4 {
+		l := int(binary.NativeEndian.Uint16(b[0:2]))
+		t := binary.NativeEndian.Uint16(b[2:4])
+		if l < 4 || l > len(b) {
+			return false
+		}
+		if t == unix.RTAX_QUICKACK && l >= 8 {
+			return binary.NativeEndian.Uint32(b[4:8]) != 0
+		}
+		next := (l + 3) &^ 3
+		if next > len(b) {
+			return false
+		}
+		b = b[next:]
+	}
+	return false
 }
 
 // ReadProc reads the resource use of process pid from /proc/<pid>/stat,

@@ -1,11 +1,14 @@
 package sysinfo
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,4 +187,71 @@ func TestGoRaisesOpenFilesAtStart(t *testing.T) {
 	assert.Equal(t, hard, n(4), "%s", out)
 	assert.Equal(t, "<nil>", f[5])
 	assert.Equal(t, hard, n(6), "a child inherits the raised limit: %s", out)
+}
+
+// rtattr is one netlink route attribute, padded to 4 bytes.
+func rtattr(typ uint16, val []byte) []byte {
+	l := 4 + len(val)
+	b := make([]byte, (l+3)&^3)
+	binary.NativeEndian.PutUint16(b[0:], uint16(l))
+	binary.NativeEndian.PutUint16(b[2:], typ)
+	copy(b[4:], val)
+	return b
+}
+
+// routeMsg is an RTM_NEWROUTE message as a route dump carries it: dst/bits
+// of type typ, with the quickack metric unless quick < 0.
+func routeMsg(dst []byte, bits, typ uint8, quick int) []byte {
+	body := []byte{syscall.AF_INET, bits, 0, 0, 255, 2, 254, typ, 0, 0, 0, 0} // struct rtmsg
+	if dst != nil {
+		body = append(body, rtattr(syscall.RTA_DST, dst)...)
+	}
+	if quick >= 0 {
+		v := binary.NativeEndian.AppendUint32(nil, uint32(quick))
+		metrics := append(rtattr(2 /* RTAX_MTU */, binary.NativeEndian.AppendUint32(nil, 65536)), rtattr(unix.RTAX_QUICKACK, v)...)
+		body = append(body, rtattr(syscall.RTA_METRICS, metrics)...)
+	}
+	hdr := make([]byte, syscall.NLMSG_HDRLEN)
+	binary.NativeEndian.PutUint32(hdr[0:], uint32(len(hdr)+len(body)))
+	binary.NativeEndian.PutUint16(hdr[4:], syscall.RTM_NEWROUTE)
+	return append(hdr, body...)
+}
+
+func TestParseLoopbackQuickACK(t *testing.T) {
+	net8, lo := []byte{127, 0, 0, 0}, []byte{127, 0, 0, 1}
+	dump := func(msgs ...[]byte) []byte { return bytes.Join(msgs, nil) }
+	for _, tc := range []struct {
+		name string
+		dump []byte
+		want bool
+	}{
+		{"the kernel's routes", dump(routeMsg(net8, 8, syscall.RTN_LOCAL, -1), routeMsg(lo, 32, syscall.RTN_LOCAL, -1),
+			routeMsg([]byte{127, 255, 255, 255}, 32, syscall.RTN_BROADCAST, -1)), false},
+		{"both local routes quickack", dump(routeMsg(net8, 8, syscall.RTN_LOCAL, 1), routeMsg(lo, 32, syscall.RTN_LOCAL, 1)), true},
+		{"127.0.0.1's own route wins", dump(routeMsg(lo, 32, syscall.RTN_LOCAL, -1), routeMsg(net8, 8, syscall.RTN_LOCAL, 1)), false},
+		{"only the /8", dump(routeMsg(net8, 8, syscall.RTN_LOCAL, 1)), true},
+		{"quickack 0", dump(routeMsg(lo, 32, syscall.RTN_LOCAL, 0)), false},
+		{"another address", dump(routeMsg([]byte{10, 0, 0, 1}, 32, syscall.RTN_LOCAL, 1)), false},
+		{"not a local route", dump(routeMsg(nil, 0, syscall.RTN_UNICAST, 1)), false},
+		{"no routes", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseLoopbackQuickACK(tc.dump)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	_, err := parseLoopbackQuickACK(routeMsg(lo, 32, syscall.RTN_LOCAL, 1)[:20])
+	assert.Error(t, err, "a truncated dump")
+	assert.False(t, metricQuickACK([]byte{3, 0, 15, 0}), "an attribute shorter than its header")
+}
+
+// The machine's own routes parse (whatever they say).
+func TestLoopbackQuickACKReads(t *testing.T) {
+	b, err := syscall.NetlinkRIB(syscall.RTM_GETROUTE, syscall.AF_INET)
+	if err != nil {
+		t.Skipf("no route dump here: %v", err)
+	}
+	_, err = parseLoopbackQuickACK(b)
+	require.NoError(t, err)
 }

@@ -7,6 +7,10 @@ func cpuModel() string       { return "" }
 func memoryBytes() int64     { return 0 }
 func ephemeralPorts() string { return "" }
 
+func tcpCongestion() string { return "" }
+
+func loopbackQuickACK() bool { return false }
+
 // ReadProc is not supported outside Linux: it returns ErrUnsupported.
 func ReadProc(pid int) (ProcStat, error) { return ProcStat{}, ErrUnsupported }
 
