@@ -169,8 +169,8 @@ func writeRun(w io.Writer, d *results.Document) {
 // (both sides on loopback), retransmissions, and the timers' work.
 func tcpLine(t *results.TCPCounters) string {
 	retrans := ""
-	if t.SegmentsOut > 0 && t.Retransmitted > 0 {
-		retrans = fmt.Sprintf(" (%.2f%%)", 100*float64(t.Retransmitted)/float64(t.SegmentsOut))
+	if pct, ok := t.RetransmittedPercent(); ok && t.Retransmitted > 0 {
+		retrans = fmt.Sprintf(" (%.2f%%)", pct)
 	}
 	return fmt.Sprintf("%d segments out, %d retransmitted%s, %d delayed ACKs, %d loss probes (whole network namespace)",
 		t.SegmentsOut, t.Retransmitted, retrans, t.DelayedACKs, t.LossProbes)

@@ -677,10 +677,10 @@ func joinInts(xs []int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// retransmitThreshold is the share of TCP segments retransmitted past
+// retransmitThreshold is the percentage of TCP segments retransmitted past
 // which a cell's runs get a warning: loopback loses nothing, so
 // retransmissions there are the kernel's timers (see retransmitWarning).
-const retransmitThreshold = 0.001
+const retransmitThreshold = 0.1
 
 // retransmitWarning says how much the kernel retransmitted in the run of
 // runs that retransmitted the largest share of its segments, if that
@@ -689,12 +689,8 @@ func retransmitWarning(runs []*results.Document) string {
 	var worst *results.TCPCounters
 	share := 0.0
 	for _, d := range runs {
-		t := d.TCP
-		if t == nil || t.SegmentsOut <= 0 {
-			continue
-		}
-		if s := float64(t.Retransmitted) / float64(t.SegmentsOut); s > share {
-			worst, share = t, s
+		if s, ok := retransmittedPercent(d); ok && s > share {
+			worst, share = d.TCP, s
 		}
 	}
 	if worst == nil || share <= retransmitThreshold {
@@ -702,5 +698,5 @@ func retransmitWarning(runs []*results.Document) string {
 	}
 	return fmt.Sprintf("the kernel retransmitted %.2f%% of the TCP segments of a run (%d of %d; %d delayed ACKs, %d loss probes): "+
 		"on loopback nothing is lost, so these are delayed ACKs outlasting the sender's loss probe (see the README, \"Delayed ACKs on loopback\")",
-		100*share, worst.Retransmitted, worst.SegmentsOut, worst.DelayedACKs, worst.LossProbes)
+		share, worst.Retransmitted, worst.SegmentsOut, worst.DelayedACKs, worst.LossProbes)
 }

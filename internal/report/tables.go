@@ -297,17 +297,11 @@ func (b *builder) cost() {
 					continue
 				}
 				counted, _ := b.counted(b.docs[cellKey{row, kind, step, c.CPUs}])
-				var passed []*results.Document
-				for _, d := range counted {
-					if d.Passed {
-						passed = append(passed, d)
-					}
-				}
 				r := CostRow{Platform: row, Kind: kind, Step: step,
-					ServerMicros:          medianOf(passed, serverCPUPerMessage),
-					ClientMicros:          medianOf(passed, clientCPUPerMessage),
-					DelayedACKsPerMessage: medianOf(passed, delayedACKsPerMessage),
-					RetransmittedPercent:  medianOf(passed, retransmittedPercent)}
+					ServerMicros:          medianOf(counted, ifPassed(serverCPUPerMessage)),
+					ClientMicros:          medianOf(counted, ifPassed(clientCPUPerMessage)),
+					DelayedACKsPerMessage: medianOf(counted, ifPassed(delayedACKsPerMessage)),
+					RetransmittedPercent:  medianOf(counted, ifPassed(retransmittedPercent))}
 				if r.ServerMicros == nil && r.ClientMicros == nil && r.DelayedACKsPerMessage == nil &&
 					r.RetransmittedPercent == nil {
 					continue
@@ -350,12 +344,7 @@ func delayedACKsPerMessage(d *results.Document) (float64, bool) {
 	return float64(d.TCP.DelayedACKs) / float64(d.Counts.Total), true
 }
 
-func retransmittedPercent(d *results.Document) (float64, bool) {
-	if d.TCP == nil || d.TCP.SegmentsOut <= 0 {
-		return 0, false
-	}
-	return 100 * float64(d.TCP.Retransmitted) / float64(d.TCP.SegmentsOut), true
-}
+func retransmittedPercent(d *results.Document) (float64, bool) { return d.TCP.RetransmittedPercent() }
 
 // compare builds the side-by-side comparison of two rows.
 func (b *builder) compare() error {
@@ -461,18 +450,18 @@ var metrics = []metric{
 		}
 		return float64(h.P99) / 1e6, true
 	}},
-	{"server CPU/msg", "µs", "", false, func(d *results.Document) (float64, bool) {
-		if d.Server == nil || d.Server.CPUPerMessageMicros <= 0 || !d.Passed {
+	{"server CPU/msg", "µs", "", false, ifPassed(serverCPUPerMessage)},
+	{"client CPU/msg", "µs", "", false, ifPassed(clientCPUPerMessage)},
+}
+
+// ifPassed is get restricted to the runs that passed.
+func ifPassed(get func(*results.Document) (float64, bool)) func(*results.Document) (float64, bool) {
+	return func(d *results.Document) (float64, bool) {
+		if !d.Passed {
 			return 0, false
 		}
-		return d.Server.CPUPerMessageMicros, true
-	}},
-	{"client CPU/msg", "µs", "", false, func(d *results.Document) (float64, bool) {
-		if d.Client.CPUPerMessageMicros <= 0 || !d.Passed {
-			return 0, false
-		}
-		return d.Client.CPUPerMessageMicros, true
-	}},
+		return get(d)
+	}
 }
 
 func values(docs []*results.Document, get func(*results.Document) (float64, bool)) []float64 {

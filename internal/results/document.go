@@ -310,6 +310,15 @@ type TCPCounters struct {
 	LossProbes int64 `json:"loss_probes"`
 }
 
+// RetransmittedPercent is the share of the segments sent that were
+// retransmissions, in percent; false when no segment was sent.
+func (t *TCPCounters) RetransmittedPercent() (float64, bool) {
+	if t == nil || t.SegmentsOut <= 0 {
+		return 0, false
+	}
+	return 100 * float64(t.Retransmitted) / float64(t.SegmentsOut), true
+}
+
 // Paced is the outcome of an open-loop step.
 type Paced struct {
 	ConcurrentUsers int64   `json:"concurrent_users"`
