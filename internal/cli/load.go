@@ -119,7 +119,7 @@ type loadOptions struct {
 	serverCmd                  string
 	runs, discard              int
 	quiet, progress, keepGoing bool
-	batchReads                 bool
+	batchReads, strictOrder    bool
 	cpuprofile                 string
 	seed                       int64
 	// issue 5: shards, processes, churn, the server's processors
@@ -215,6 +215,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.DurationVar(&o.stall, "stall-timeout", load.DefaultStallTimeout, "fail a room that makes no progress for this long; bounds each wait of the set-up")
 	f.StringSliceVar(&o.bind, "bind", nil, "source addresses, round-robin: a list, range (127.0.0.1-127.0.0.9) or prefix (127.0.1.0/24)")
 	f.DurationVar(&o.slo, "slo", load.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
+	f.BoolVar(&o.strictOrder, "strict-order", false, "fail a run when a chat reaches a user after a later chat of its room (by default reordering is counted and reported; volanogo serve keeps each room's order)")
 	f.BoolVar(&o.batchReads, "batch-reads", false, "turn-taking over TCP (Linux): wake each user once per turn (SO_RCVLOWAT); less client CPU, delivery latency of turn-giving messages only")
 	f.BoolVar(&o.keepGoing, "keep-going", false, "paced sweeps: run the next steps after a broken one")
 	f.StringVar(&o.serverMetrics, "server-metrics", "", "Prometheus URL of the server, for its CPU and memory")
@@ -286,6 +287,7 @@ func (o *loadOptions) config() (load.Config, error) {
 		SLO:                o.slo,
 		KeepGoing:          o.keepGoing,
 		BatchReads:         o.batchReads,
+		StrictOrder:        o.strictOrder,
 		ServerMetrics:      o.serverMetrics,
 		Serve:              o.serve,
 		ServerCmd:          o.serverCmd,

@@ -17,13 +17,17 @@ func BenchmarkReceive(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// One chat of each user; each pass over the stream gives every chat
+	// the next number, as the users' next turn would.
 	var stream []byte
+	var numbers []int
 	for i := 0; i < 20; i++ {
 		stream, _ = (&protocol.Chat{Type: protocol.Indication, RoomName: r.name, UserName: r.users[i].name,
-			Text: MarkText[:59]}).AppendPacket(stream)
+			Text: numberedText(i+1, 1)[:59]}).AppendPacket(stream)
+		numbers = append(numbers, len(stream)-59+numberDigits+1)
 	}
 	u := r.users[0]
-	src := &loopReader{b: stream}
+	src := &loopReader{b: stream, numbers: numbers, j: 1}
 	u.rd = protocol.NewReader(src, 0)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(stream) / 20))
@@ -39,22 +43,39 @@ func BenchmarkReceive(b *testing.B) {
 		}
 		u.seen(f)
 		// Mark1 never receives its own chats: pretend its own are sent.
-		if markNumber(v.UserName) == 1 {
-			u.seq++
+		s := markNumber(v.UserName)
+		if s == 1 {
+			u.sent++
 			continue
 		}
-		u.acceptTurn(v.UserName, 20, nanotime())
+		if !u.acceptTurn(v.UserName, v.Text, s, 20) {
+			b.Fatal("a chat did not count")
+		}
+	}
+	b.StopTimer()
+	if f := rs.failures.List(); f != nil {
+		b.Fatalf("failures: %+v", f)
 	}
 }
 
-// loopReader repeats b forever.
+// loopReader repeats b forever, numbering the chats at numbers (offsets
+// in b) j on pass j.
 type loopReader struct {
-	b   []byte
-	off int
+	b       []byte
+	off     int
+	numbers []int
+	j       int64
 }
 
 func (l *loopReader) Read(p []byte) (int, error) {
 	n := copy(p, l.b[l.off:])
-	l.off = (l.off + n) % len(l.b)
+	l.off += n
+	if l.off == len(l.b) {
+		l.off = 0
+		l.j++
+		for _, at := range l.numbers {
+			putNumber(l.b[at:], l.j)
+		}
+	}
 	return n, nil
 }

@@ -82,6 +82,11 @@ type Config struct {
 	// client CPU, but the delivery latency is then measured only on the
 	// indication that gives its reader the turn.
 	BatchReads bool
+	// StrictOrder fails a run when any chat reaches a receiver after a
+	// later chat of its room (volanogo serve keeps each room's order; the
+	// original server and many others do not: by default reordering is
+	// counted and reported, not a failure).
+	StrictOrder bool
 	// KeepGoing runs the next steps of a paced sweep after a broken one
 	// (by default the sweep stops there).
 	KeepGoing bool

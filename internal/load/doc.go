@@ -44,23 +44,35 @@
 //
 // # What a run checks
 //
-// Every receiver checks that each message of its room arrives exactly once
-// and in turn order: message k of a room must come from Mark((k−1) mod
-// users + 1). A gap, a duplicate or a message out of turn is an integrity
-// failure (the user then follows the sender, so that the room goes on), and
-// so are totals that differ from rooms × users × count sent and
-// sent × (users−1) received. In pause mode each receiver counts per sender
-// and the totals are compared after the drain. A room that makes no
+// Every chat carries its sender's number and its own number in its text
+// (Mark's 60 characters, the same length; see ledger.go), and every
+// receiver keeps a ledger of what it got from each sender of its room. A
+// chat is lost when it had not reached a receiver when the run ended (in
+// turn-taking a lost chat stops its receiver's count, as it stops Mark's:
+// the room stalls and the stall ends the run; in pause mode, after the
+// drain), duplicated when it reached one twice, corrupted when its text or
+// sender is not what was sent; each of these fails the run. A chat that
+// arrives after a later chat of its room is reordered, after a later chat
+// of its sender sender-reordered: both are counted and reported (how many,
+// the largest displacement, the share of receivers), and fail the run only
+// with Config.StrictOrder. Mark's count turn rule goes on through
+// reordering, and a user leaves only once it has had every chat of its
+// room. Only the run's own users count: chats, entries and exits of other
+// users sharing a room are counted apart. Totals that differ from rooms ×
+// users × count sent and sent × (users−1) received without the ledger
+// explaining them are an integrity failure. A room that makes no
 // progress for the stall timeout fails the run with a message naming the
 // room, the user it waits for and the last packet that user saw. Failures
 // are classified (refused, open files, no source port, timeout, reset,
-// closed, protocol, server error, denied, stall, integrity) and end the run
-// at once, except server errors and integrity failures, which are counted.
+// closed, protocol, server error, denied, stall, lost, duplicated,
+// corrupted, reordered, integrity) and end the run at once, except server
+// errors and the ledger's, which are counted.
 //
 // # What a run measures
 //
-// Mark's counts and score (results.MarkScore), the latency of every
-// indication from its send (turn-taking: the room knows the send time of
+// Mark's counts and score (results.MarkScore), the fan-out of every
+// broadcast (from its send to its first and its last receiver, and the
+// spread between them), the latency of every indication from its send (turn-taking: the room knows the send time of
 // its message in flight, in a ring indexed by message number; pause mode:
 // the sender's record of its n-th send, matched by the receiver's count of
 // that sender's messages, both from the actual send and from the scheduled

@@ -122,7 +122,9 @@ func splitHostPort(addr string) (string, int, error) {
 
 func tcpConfig(t testing.TB, addr string) Config {
 	host, port := splitAddr(t, addr)
-	return Config{Host: host, Port: port, StallTimeout: 5 * time.Second}
+	// volanogo serve keeps each room's order: the project's own tests hold
+	// it to that.
+	return Config{Host: host, Port: port, StallTimeout: 5 * time.Second, StrictOrder: true}
 }
 
 // checkGoroutines fails the test if goroutines started during it are

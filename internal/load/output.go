@@ -133,6 +133,9 @@ func writeRun(w io.Writer, d *results.Document) {
 	if h := d.Latency[results.LatencyTurn]; h != nil && h.Count > 0 {
 		fmt.Fprintf(w, "Turn time          = %s\n", percentiles(h))
 	}
+	if line := fanoutLine(d); line != "" {
+		fmt.Fprintf(w, "Fan-out            = %s\n", line)
+	}
 	c := d.Connections
 	fmt.Fprintf(w, "Connections        = %d established of %d attempted, peak %d, set-up %.3f s\n",
 		c.Established, c.Attempted, c.Peak, d.SetupSeconds)
@@ -145,6 +148,15 @@ func writeRun(w io.Writer, d *results.Document) {
 	}
 	if t := d.TCP; t != nil {
 		fmt.Fprintf(w, "TCP (kernel)       = %s\n", tcpLine(t))
+	}
+	if g := d.Integrity; g != nil {
+		fmt.Fprintf(w, "Integrity          = %s\n", integrityLine(g))
+		if o := g.Outside; o != nil {
+			fmt.Fprintf(w, "Other users        = %d chats, %d entries, %d exits seen by the run's users (counted apart)\n", o.Chats, o.Entered, o.Exited)
+		}
+		if g.FirstReordered != "" {
+			fmt.Fprintf(w, "First reordered    = %s\n", g.FirstReordered)
+		}
 	}
 	if p := d.Paced; p != nil {
 		fmt.Fprintf(w, "Paced              = %d users, in %.1f/s, out %.1f/s\n", p.ConcurrentUsers, p.InPerSecond, p.OutPerSecond)
@@ -163,6 +175,42 @@ func writeRun(w io.Writer, d *results.Document) {
 	} else if !d.Passed {
 		fmt.Fprintln(w, "Test failed.")
 	}
+}
+
+// integrityLine is the ledger in one line: loss, duplication and
+// corruption, then reordering in the room and per sender.
+func integrityLine(g *results.Integrity) string {
+	line := fmt.Sprintf("%d lost, %d duplicated, %d corrupted", g.Lost, g.Duplicated, g.Corrupted)
+	if g.Reordered > 0 {
+		share, _ := g.ReorderedShare()
+		unit := "chats"
+		if g.MaxDisplacement == 1 {
+			unit = "chat"
+		}
+		line += fmt.Sprintf("; %d reordered (%d of %d receivers, %s%%; at most %d %s late)",
+			g.Reordered, g.ReceiversReordered, g.Receivers, percent(share), g.MaxDisplacement, unit)
+	} else {
+		line += ", 0 reordered"
+	}
+	return line + fmt.Sprintf(", %d out of sender order", g.SenderReordered)
+}
+
+// fanoutLine is the broadcasts' fan-out: to the first and the last
+// receiver, and the spread between them ("" when not measured).
+func fanoutLine(d *results.Document) string {
+	first, last, spread := d.Latency[results.LatencyFanoutFirst], d.Latency[results.LatencyFanoutLast], d.Latency[results.LatencyFanoutSpread]
+	if first == nil || last == nil || spread == nil || first.Count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("first p50 %s, p99 %s; last p50 %s, p99 %s; spread p50 %s, p99 %s (%d broadcasts)",
+		fmtDur(first.P50), fmtDur(first.P99), fmtDur(last.P50), fmtDur(last.P99), fmtDur(spread.P50), fmtDur(spread.P99), first.Count)
+}
+
+func percent(v float64) string {
+	if v >= 10 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 // tcpLine is the kernel's TCP counters of a run in one line: segments

@@ -168,10 +168,16 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 	}
 	// Each user counts itself and the EnterRoom indications of the users
 	// after it (Mark's enterCount reaching users).
+	// Entries of other users (sharing the room) pass.
 	for j, u := range r.users {
 		for k := j + 1; k < len(r.users); k++ {
-			if _, err := u.await("EnterRoom indication of "+r.users[k].name, func(f protocol.Frame) bool {
-				return f.ID == protocol.IDEnterRoom && f.Type == protocol.Indication
+			name := r.users[k].name
+			if _, err := u.await("EnterRoom indication of "+name, func(f protocol.Frame) bool {
+				if f.ID != protocol.IDEnterRoom || f.Type != protocol.Indication {
+					return false
+				}
+				p, err := f.Decode()
+				return err == nil && p.(*protocol.EnterRoom).UserName == name
 			}); err != nil {
 				return err
 			}
@@ -220,6 +226,12 @@ func (u *user) aside(f protocol.Frame, what string) error {
 			}
 		}
 	case protocol.IDEnterRoom, protocol.IDExitRoom:
+	case protocol.IDChat:
+		if f.Type != protocol.Indication {
+			return u.protocolError("unexpected Chat %s while waiting for %s", f.Type, what)
+		}
+		// The run's users do not chat yet: another user of the room does.
+		u.ledger.outsideChats++
 	default:
 		return u.protocolError("unexpected %s %s while waiting for %s", f.ID, f.Type, what)
 	}

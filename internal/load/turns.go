@@ -9,11 +9,23 @@ import (
 )
 
 // turns is a user's timed phase in Mark's turn-taking mode (protocol sheet
-// §10.3), on the user's one goroutine: it reads every packet, and when the
-// room's message count says it is this user's turn it sends the next chat
-// (pre-encoded) right away. One message per room is in flight, so the
-// room's send-time ring tells each receiver when the message it just got
-// was sent.
+// §10.3), on the user's one goroutine: it reads every packet, and when it
+// is this user's turn it sends the next chat (pre-encoded) right away. One
+// chat per room is in flight, so the room's slots tell each receiver when
+// the chat it just got was sent.
+//
+// The turn rule is Mark's count: a user sends its next chat, chat
+// sent*users+num of the room, once it has sent and received every chat
+// before it, that is when sent + counted = sent*users+num-1, where counted
+// is the chats received from the room's users, each once (the ledger,
+// ledger.go, keeps duplicates out). A count goes on through reordering,
+// whatever order the chats arrive in, and a user leaves only once it has
+// had every chat of the room (mayLeave). A lost chat stops its receiver's
+// count, as it stops Mark's: the room stalls, and the ledger names the
+// lost chat when the stall ends the run. (Mark takes the count modulo
+// users; exact, the count cannot give a turn twice.) Only the room's own
+// users count: chats, entries and exits of other users (people, bots or
+// moderators sharing the room) are counted apart.
 func (u *user) turns() error {
 	r := u.r
 	rs := r.rs
@@ -46,13 +58,17 @@ func (u *user) turns() error {
 			if f.Type != protocol.Indication || v.RoomID != 0 {
 				return false, u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
 			}
-			if u.batch {
-				if s := markNumber(v.UserName); s < 1 || s > n || len(f.Raw) != r.indSize[s-1] {
-					u.batchOff.Store(true)
-				}
+			s := markNumber(v.UserName)
+			if u.batch && (s < 1 || s > n || len(f.Raw) != r.indSize[s-1]) {
+				u.batchOff.Store(true)
 			}
-			now := nanotime()
-			if !u.acceptTurn(v.UserName, n, now) || u.seq%n != myTurn || u.exited {
+			if !u.acceptTurn(v.UserName, v.Text, s, n) || u.exited {
+				return false, nil
+			}
+			if u.sent+u.counted != u.sent*n+myTurn {
+				if u.mayLeave() {
+					return false, u.sendExit()
+				}
 				return false, nil
 			}
 			switch {
@@ -67,9 +83,16 @@ func (u *user) turns() error {
 			if f.Type != protocol.Indication {
 				return false, nil
 			}
+			if !u.roomNews(f) {
+				return false, nil
+			}
 			u.exits++
-			if u.num > 1 && u.exits == u.num-1 && !u.exited {
+			if u.mayLeave() {
 				return false, u.sendExit()
+			}
+		case protocol.IDEnterRoom:
+			if f.Type == protocol.Indication {
+				u.roomNews(f)
 			}
 		case protocol.IDRoomList:
 			if f.Type == protocol.Confirm && u.exited {
@@ -81,6 +104,44 @@ func (u *user) turns() error {
 		}
 		return false, nil
 	})
+}
+
+// mayLeave says whether a user other than user 1 leaves now: Mark's
+// cascade (user k leaves once the k-1 users before it have left), and,
+// unlike Mark, only once it has had every chat of the room, so that a
+// chat that is merely late still arrives (the room's last chat number is
+// final once user 1 has left).
+func (u *user) mayLeave() bool {
+	return u.num > 1 && !u.exited && u.exits == u.num-1 && u.sent+u.counted >= u.r.seq.Load()
+}
+
+// roomNews sorts an EnterRoom or ExitRoom indication: true for the first
+// exit of one of the room's own users; other users' entries and exits are
+// counted apart.
+func (u *user) roomNews(f protocol.Frame) bool {
+	p, err := f.Decode()
+	if err != nil {
+		return false
+	}
+	var name string
+	switch p := p.(type) {
+	case *protocol.ExitRoom:
+		name = p.UserName
+	case *protocol.EnterRoom:
+		name = p.UserName
+	}
+	s := markNumber([]byte(name))
+	own := s >= 1 && s <= int64(len(u.r.users)) && s != int64(u.num)
+	g := &u.ledger
+	switch {
+	case !own && f.ID == protocol.IDExitRoom:
+		g.outsideExited++
+	case !own:
+		g.outsideEntered++
+	case f.ID == protocol.IDExitRoom:
+		return g.markLeft(s)
+	}
+	return false
 }
 
 // other handles packets that are neither chat nor the end of the room.
@@ -103,35 +164,49 @@ func (u *user) other(f protocol.Frame) error {
 	return nil
 }
 
-// acceptTurn checks that a chat indication from name is the next message
-// of the room and records its delivery. A gap, a duplicate or a message
-// out of turn is an integrity failure; after a gap the user follows the
-// sender so that the room can go on.
-func (u *user) acceptTurn(name []byte, n, now int64) bool {
-	u.received++
-	exp := u.seq%n + 1
-	if s := markNumber(name); s != exp {
-		r := u.r
-		switch prev := (exp+n-2)%n + 1; {
-		case s < 1 || s > n || s == int64(u.num):
-			u.integrity(fmt.Sprintf("message %d: expected it from Mark%d, got one from %q", u.seq+1, exp, name))
-			return false
-		case s == prev:
-			u.integrity(fmt.Sprintf("message %d: expected it from Mark%d, got a duplicate of message %d from Mark%d", u.seq+1, exp, u.seq, s))
-			return false
-		default:
-			lost := (s - exp + n) % n
-			u.integrity(fmt.Sprintf("message %d: expected it from Mark%d, got message %d from Mark%d (%d lost)", u.seq+1, exp, u.seq+1+lost, s, lost))
-			u.seq += lost
-			_ = r
-		}
+// acceptTurn enters a chat indication from name (user number s, 0 if the
+// name is not Mark<n>) into the ledger and the latency histograms. It
+// returns false when the chat does not count towards the turns: a
+// duplicate, or a chat of a user who is not one of the room's own
+// (counted apart).
+func (u *user) acceptTurn(name, text []byte, s, n int64) bool {
+	if s < 1 || s > n {
+		u.ledger.outsideChats++
+		return false
 	}
-	u.seq++
-	// With batched reads only the indication that gives the reader its
-	// turn is read as it arrives; the others wait for it.
-	if !u.batch || u.seq%n == int64(u.num-1) {
-		if st := u.r.sendAt[u.seq&u.r.mask].Load(); st != 0 {
-			u.record(kDelivery, now-st)
+	if s == int64(u.num) {
+		// The server never relays a chat back to its sender.
+		u.received++
+		u.ledger.corrupted++
+		u.r.rs.failures.Add(results.FailCorrupted, fmt.Sprintf("%s: a chat under its own name (%q)", u, text), time.Now())
+		return false
+	}
+	u.received++
+	now := nanotime()
+	j, fresh := u.identify(s, text)
+	if !fresh {
+		return false
+	}
+	u.counted++
+	var k int64
+	if j > 0 {
+		k = (j-1)*n + s
+		u.roomOrder(k)
+	}
+	// With batched reads only the chat that gives the reader its turn is
+	// read as it arrives; the others wait for it.
+	timed := !u.batch || u.sent+u.counted == u.sent*n+int64(u.num)-1
+	if k > 0 && timed {
+		r := u.r
+		slot := &r.slots[k&r.mask]
+		if slot.k.Load() == k {
+			sent := slot.sent.Load()
+			u.record(kDelivery, now-sent)
+			if !u.batch {
+				if first, last, all := slot.fan.arrive(now, n-1); all {
+					u.recordFanout(sent, first, last)
+				}
+			}
 		}
 	}
 	u.tick(now, 0, 1)
@@ -147,33 +222,35 @@ func (u *user) wantBytes() int {
 	if u.exited || u.batchOff.Load() {
 		return 1
 	}
-	d := (int64(u.num-1) - u.seq%n + n) % n
-	v := u.seq + d
+	seq := u.sent + u.counted // the chats of the room this user has had
+	d := (int64(u.num-1) - seq%n + n) % n
+	v := seq + d
 	if d == 0 || v > int64(r.rs.cfg.Count)*n {
 		return 1
 	}
 	total := u.confirmPending * r.confirmSize
-	for k := u.seq + 1; k <= v; k++ {
+	for k := seq + 1; k <= v; k++ {
 		total += r.indSize[(k-1)%n]
 	}
 	return max(total-u.rd.Buffered(), 1)
 }
 
-func (u *user) integrity(msg string) {
-	u.r.rs.failures.Add(results.FailIntegrity, u.String()+": "+msg, time.Now())
-}
-
-// sendChat sends the user's next chat: message u.seq+1 of the room.
+// sendChat sends the user's next chat: chat sent*users+num of the room.
 func (u *user) sendChat() error {
 	r := u.r
+	k := u.sent*int64(len(r.users)) + int64(u.num)
 	u.sent++
-	u.seq++
+	putNumber(u.chat[u.chatNumber:], u.sent)
 	now := nanotime()
-	r.sendAt[u.seq&r.mask].Store(now)
+	slot := &r.slots[k&r.mask]
+	slot.k.Store(-1)
+	slot.sent.Store(now)
+	slot.fan.reset()
+	slot.k.Store(k)
 	if prev := r.lastSend.Swap(now); prev != 0 {
 		u.record(kTurn, now-prev)
 	}
-	r.seq.Store(u.seq)
+	r.seq.Store(k)
 	r.progress.Add(1)
 	u.tick(now, 1, 0)
 	u.confirmPending++
@@ -197,10 +274,12 @@ func (u *user) sendExit() error {
 	return nil
 }
 
-// paced is the reading side of a user in pause mode: it counts and times
-// each indication against the sender's record of its n-th send.
+// pacedRead is the reading side of a user in pause mode: it enters each
+// indication into the ledger and times it against the sender's record of
+// that send, from the actual send and from the schedule.
 func (u *user) pacedRead() error {
 	r := u.r
+	n := int64(len(r.users))
 	for {
 		f, err := u.rd.Next()
 		if err != nil {
@@ -221,21 +300,33 @@ func (u *user) pacedRead() error {
 				return u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
 			}
 			now := nanotime()
-			u.received++
 			s := markNumber(v.UserName)
-			if s < 1 || s > int64(len(r.users)) || s == int64(u.num) {
-				u.integrity(fmt.Sprintf("a chat from %q", v.UserName))
+			if s < 1 || s > n {
+				u.ledger.outsideChats++
 				continue
 			}
-			u.got[s-1]++
-			nth := u.got[s-1]
-			ring := r.users[s-1].ring
-			slot := &ring[nth&int64(len(ring)-1)]
-			if slot.n.Load() == nth {
-				sent, sched := slot.sent.Load(), slot.sched.Load()
-				if slot.n.Load() == nth {
-					u.record(kDelivery, now-sent)
-					u.record(kScheduled, now-sched)
+			u.received++
+			if s == int64(u.num) {
+				u.ledger.corrupted++
+				r.rs.failures.Add(results.FailCorrupted, fmt.Sprintf("%s: a chat under its own name (%q)", u, v.Text), time.Now())
+				continue
+			}
+			j, fresh := u.identify(s, v.Text)
+			if !fresh {
+				continue
+			}
+			if j > 0 {
+				ring := r.users[s-1].ring
+				slot := &ring[j&int64(len(ring)-1)]
+				if slot.n.Load() == j {
+					sent, sched := slot.sent.Load(), slot.sched.Load()
+					if slot.n.Load() == j {
+						u.record(kDelivery, now-sent)
+						u.record(kScheduled, now-sched)
+						if first, last, all := slot.fan.arrive(now, n-1); all {
+							u.recordFanout(sent, first, last)
+						}
+					}
 				}
 			}
 			r.received.Add(1)
@@ -246,7 +337,10 @@ func (u *user) pacedRead() error {
 				u.done.Store(true)
 				return nil
 			}
-		case protocol.IDExitRoom:
+		case protocol.IDEnterRoom, protocol.IDExitRoom:
+			if f.Type == protocol.Indication {
+				u.roomNews(f)
+			}
 		default:
 			if err := u.other(f); err != nil {
 				return err
@@ -281,9 +375,11 @@ func (u *user) pacedSend(offset time.Duration) error {
 			break
 		}
 		sent++
+		putNumber(u.chat[u.chatNumber:], sent)
 		slot := &u.ring[sent&int64(len(u.ring)-1)]
 		slot.n.Store(-1)
 		slot.sched.Store(next)
+		slot.fan.reset()
 		now := nanotime()
 		slot.sent.Store(now)
 		slot.n.Store(sent)

@@ -24,8 +24,15 @@ const (
 	kDelivery = iota
 	kTurn
 	kScheduled
+	kFanFirst
+	kFanLast
+	kFanSpread
 	nKinds
 )
+
+// kindNames are the document's names of the latency kinds.
+var kindNames = [nKinds]string{results.LatencyDelivery, results.LatencyTurn, results.LatencyDeliveryScheduled,
+	results.LatencyFanoutFirst, results.LatencyFanoutLast, results.LatencyFanoutSpread}
 
 // histShard holds histograms that users flush their buffered values into,
 // under a lock taken once per batch (hdrhistogram is not concurrency-safe).
@@ -57,17 +64,19 @@ type room struct {
 	// room).
 	access []byte
 
-	// sendAt holds, per message number k (mod len), the send time of the
-	// room's message k: in turn-taking a receiver is at most users-1
-	// messages behind the newest send, so len >= users is enough.
-	sendAt   []atomic.Int64
+	// slots hold, per room chat number k (mod len), the send of chat k and
+	// its arrivals (turn-taking). A slot is reused by chat k+len only when
+	// every receiver has had chat k: each user sends once in every users
+	// consecutive chats, and only after it has received every earlier chat
+	// (the turn rule), so len >= users is enough.
+	slots    []turnSlot
 	mask     int64
 	lastSend atomic.Int64
 	// progress counts sends, exits and completions (and receipts in paced
 	// mode): the stall watchdog watches it.
 	progress atomic.Int64
 	received atomic.Int64 // paced mode: indications received
-	seq      atomic.Int64 // turn-taking: the last message number sent
+	seq      atomic.Int64 // turn-taking: the last chat number sent
 	done     atomic.Int32 // users finished
 
 	// Batched reads: the size of a chat indication from each user and of
@@ -75,10 +84,21 @@ type room struct {
 	indSize     []int
 	confirmSize int
 
-	// watchdog state (the watchdog goroutine only)
+	// watchdog state (the watchdog goroutine only; stalled is read once
+	// the users' goroutines have ended)
 	wdProgress int64
 	wdAt       int64
 	unbatched  bool
+	stalled    bool
+}
+
+// turnSlot is one chat of a turn-taking room: its number (k, set last by
+// the sender, so that a receiver can tell the slot holds its chat), when
+// it was sent and its arrivals.
+type turnSlot struct {
+	k    atomic.Int64
+	sent atomic.Int64
+	fan  fanSlot
 }
 
 // user is one simulated chat user (one connection).
@@ -90,18 +110,23 @@ type user struct {
 	rd   *protocol.Reader
 
 	chat, enter, exit, roomList []byte
+	// chatNumber is where the chat's number sits in chat (see ledger.go).
+	chatNumber int
 
 	// Owned by the user's reading goroutine.
 	sent, received, confirms int64
-	seq                      int64 // room message number this user has seen
-	exits                    int
-	exited                   bool
-	done                     atomic.Bool
-	shard                    *histShard
-	lat                      [nKinds][latBatch]int64
-	latN                     [nKinds]int
-	tlNext, tlStart          int64
-	tlSent, tlRecv           int64
+	// counted is the room's chats this user has received from the room's
+	// users, each once: with sent, its progress through the room's turns.
+	counted         int64
+	exits           int
+	exited          bool
+	done            atomic.Bool
+	ledger          ledger
+	shard           *histShard
+	lat             [nKinds][latBatch]int64
+	latN            [nKinds]int
+	tlNext, tlStart int64
+	tlSent, tlRecv  int64
 
 	// Batched reads (Config.BatchReads): the low-water mark set, the
 	// confirm this user still expects, and the switch the watchdog or a
@@ -117,13 +142,21 @@ type user struct {
 	// Paced mode.
 	sentA atomic.Int64 // messages sent, published by the sender
 	ring  []sendSlot   // the sender's recent sends, by message number
-	got   []int64      // per sender (index num-1): messages received
 }
 
 // sendSlot is a paced send: the message number and its times, written by
-// the sender and read by receivers (a seqlock on n).
+// the sender and read by receivers (a seqlock on n), and its arrivals.
 type sendSlot struct {
 	n, sched, sent atomic.Int64
+	fan            fanSlot
+}
+
+// sentCount is the chats the user sent (once its goroutines have ended).
+func (u *user) sentCount(paced bool) int64 {
+	if paced {
+		return u.sentA.Load()
+	}
+	return u.sent
 }
 
 // pacedRingSize is the number of a paced user's recent sends kept for
@@ -147,7 +180,7 @@ func newRoom(rs *runState, index, num, users int) (*room, error) {
 	for size < users {
 		size <<= 1
 	}
-	r.sendAt = make([]atomic.Int64, size)
+	r.slots = make([]turnSlot, size)
 	r.mask = int64(size - 1)
 	var err error
 	r.access, err = (&protocol.Access{
@@ -172,12 +205,13 @@ func newRoom(rs *runState, index, num, users int) (*room, error) {
 	// 60 characters, trimmed to 59 by the server).
 	r.confirmSize = 6 + 1 + 4 + 2 + len(r.name) + 2 + 2
 	for j := 1; j <= users; j++ {
-		u := &user{r: r, num: j, name: "Mark" + strconv.Itoa(j), batch: batch}
+		u := &user{r: r, num: j, name: "Mark" + strconv.Itoa(j), batch: batch, ledger: newLedger(users)}
 		r.indSize = append(r.indSize, 6+1+4+2+len(r.name)+2+len(u.name)+2+len(MarkText)-1)
 		u.shard = rs.shards[(index*users+j)%len(rs.shards)]
-		if u.chat, err = (&protocol.Chat{Type: protocol.Request, RoomName: r.name, UserName: u.name, Text: MarkText}).AppendPacket(nil); err != nil {
+		if u.chat, err = (&protocol.Chat{Type: protocol.Request, RoomName: r.name, UserName: u.name, Text: numberedText(j, 0)}).AppendPacket(nil); err != nil {
 			return nil, err
 		}
+		u.chatNumber = len(u.chat) - len(MarkText) + numberDigits + 1
 		if u.enter, err = (&protocol.EnterRoom{Type: protocol.Request, RoomName: r.name, UserName: u.name,
 			Profile: "This is the profile for " + u.name + " in " + r.name + "."}).AppendPacket(nil); err != nil {
 			return nil, err
@@ -190,7 +224,6 @@ func newRoom(rs *runState, index, num, users int) (*room, error) {
 		}
 		if rs.paced {
 			u.ring = make([]sendSlot, pacedRingSize(rs.cfg))
-			u.got = make([]int64, users)
 		}
 		r.users = append(r.users, u)
 	}

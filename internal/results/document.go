@@ -79,6 +79,11 @@ type Document struct {
 	// TCP is the kernel's TCP counters over the timed phase (Linux).
 	TCP *TCPCounters `json:"tcp,omitempty"`
 
+	// Integrity is the client's ledger of the run's chats: what was lost,
+	// duplicated, corrupted or reordered, and the traffic of users that
+	// are not the run's own (written by builds that keep the ledger).
+	Integrity *Integrity `json:"integrity,omitempty"`
+
 	// Paced is set for open-loop (pause) runs.
 	Paced *Paced `json:"paced,omitempty"`
 	// Churn is set for the connection-churn scenario.
@@ -198,6 +203,14 @@ const (
 	// LatencySequence: churn, one whole sequence (excluding each user's
 	// first, see Churn.First).
 	LatencySequence = "sequence"
+	// LatencyFanoutFirst and LatencyFanoutLast: one value per broadcast,
+	// from the send of a chat to its arrival at the first and at the last
+	// of the other users of its room; LatencyFanoutSpread is the time
+	// between those two arrivals. Broadcasts that did not reach every
+	// other user are not in them.
+	LatencyFanoutFirst  = "fanout_first"
+	LatencyFanoutLast   = "fanout_last"
+	LatencyFanoutSpread = "fanout_spread"
 )
 
 // Histogram is an HDR histogram of nanosecond values with a summary that a
@@ -249,7 +262,11 @@ const (
 	FailServerError  = "server_error"   // a StreamableError from the server (its text in Example)
 	FailDenied       = "denied"         // Access or EnterRoom refused
 	FailStall        = "stall"          // a room made no progress for the stall timeout
-	FailIntegrity    = "integrity"      // a lost, duplicated or reordered message, or wrong totals
+	FailIntegrity    = "integrity"      // totals that differ from what the run sent (see the kinds below)
+	FailLost         = "lost"           // a chat that had not reached a receiver when the run ended
+	FailDuplicated   = "duplicated"     // a chat that reached a receiver twice
+	FailCorrupted    = "corrupted"      // a chat whose text or sender is not what was sent
+	FailReordered    = "reordered"      // a chat that arrived after a later one of its room (with strict order only)
 	FailServerStart  = "server_start"   // a spawned server did not start
 	FailShard        = "shard"          // a shard process failed
 	FailLeak         = "leak"           // churn: connections, goroutines or descriptors left on the server
@@ -317,6 +334,70 @@ func (t *TCPCounters) RetransmittedPercent() (float64, bool) {
 		return 0, false
 	}
 	return 100 * float64(t.Retransmitted) / float64(t.SegmentsOut), true
+}
+
+// Integrity is the ledger of a run's chats, kept by every receiver. Each
+// chat the run sends carries its sender's number and its own number within
+// the sender's chats in its text (Mark's 60 characters, the same length),
+// so that every arrival is identified. A chat is lost when it had not
+// reached a receiver when the run ended, duplicated when it reached one
+// twice, corrupted when its text or sender is not what was sent. It is
+// reordered when it reaches a receiver after a later chat of its room (in
+// turn-taking the room's chats have one order, the order of the turns) and
+// sender-reordered when it arrives after a later chat of the same sender.
+// Loss, duplication and corruption fail a run; reordering fails it only
+// with StrictOrder. Counts are per receiver: a chat lost by three
+// receivers counts three.
+type Integrity struct {
+	Lost       int64 `json:"lost"`
+	Duplicated int64 `json:"duplicated"`
+	Corrupted  int64 `json:"corrupted"`
+	// Reordered counts arrivals after a later chat of the room (turn-taking
+	// runs only; a paced room has no order of its own); MaxDisplacement is
+	// the largest distance, in chats, between such an arrival and the
+	// latest chat its receiver had already seen.
+	Reordered       int64 `json:"reordered"`
+	MaxDisplacement int64 `json:"max_displacement,omitempty"`
+	// ReceiversReordered of Receivers saw at least one reordered chat.
+	ReceiversReordered int64 `json:"receivers_reordered,omitempty"`
+	Receivers          int64 `json:"receivers"`
+	// SenderReordered counts arrivals after a later chat of the same
+	// sender (a server that keeps each sender's order never has any).
+	SenderReordered int64 `json:"sender_reordered"`
+	// FirstReordered describes the first reordered arrival.
+	FirstReordered string `json:"first_reordered,omitempty"`
+	// StrictOrder is set when the run failed on any reordering
+	// (--strict-order).
+	StrictOrder bool `json:"strict_order,omitempty"`
+	// Outside is the traffic of users that are not the run's own (other
+	// clients in the same rooms), counted apart and never a failure.
+	Outside *Outside `json:"outside,omitempty"`
+}
+
+// Outside counts indications from users that are not the run's own, as
+// the run's receivers saw them (one chat seen by 19 receivers counts 19).
+type Outside struct {
+	Chats   int64 `json:"chats"`
+	Entered int64 `json:"entered"`
+	Exited  int64 `json:"exited"`
+}
+
+// Failed reports whether the ledger found chats lost, duplicated or
+// corrupted, or reordered ones in a run with StrictOrder.
+func (g *Integrity) Failed() bool {
+	if g == nil {
+		return false
+	}
+	return g.Lost > 0 || g.Duplicated > 0 || g.Corrupted > 0 || (g.StrictOrder && g.Reordered > 0)
+}
+
+// ReorderedShare is the share of receivers that saw a reordered chat, in
+// percent; false when the ledger counted no receiver.
+func (g *Integrity) ReorderedShare() (float64, bool) {
+	if g == nil || g.Receivers <= 0 {
+		return 0, false
+	}
+	return 100 * float64(g.ReceiversReordered) / float64(g.Receivers), true
 }
 
 // Paced is the outcome of an open-loop step.

@@ -35,6 +35,8 @@ import (
 //   - Server: all shards measured the same server, so its usage is taken
 //     from the lowest-index shard that has it, with CPUPerMessageMicros
 //     recomputed over the merged total;
+//   - Integrity: counts add, MaxDisplacement is the largest, StrictOrder
+//     if any;
 //   - Paced: users and rates add, Broken if any; Churn: sequences and
 //     leaks add (leaks: the largest), rates are recomputed, First merges.
 func Merge(shards []*Document) (*Document, error) {
@@ -175,6 +177,32 @@ func Merge(shards []*Document) (*Document, error) {
 				if m.Paced.Reason == "" {
 					m.Paced.Reason = d.Paced.Reason
 				}
+			}
+		}
+		if g := d.Integrity; g != nil {
+			if m.Integrity == nil {
+				m.Integrity = &Integrity{}
+			}
+			mg := m.Integrity
+			add(&mg.Lost, g.Lost)
+			add(&mg.Duplicated, g.Duplicated)
+			add(&mg.Corrupted, g.Corrupted)
+			add(&mg.Reordered, g.Reordered)
+			add(&mg.ReceiversReordered, g.ReceiversReordered)
+			add(&mg.Receivers, g.Receivers)
+			add(&mg.SenderReordered, g.SenderReordered)
+			mg.MaxDisplacement = max(mg.MaxDisplacement, g.MaxDisplacement)
+			mg.StrictOrder = mg.StrictOrder || g.StrictOrder
+			if mg.FirstReordered == "" {
+				mg.FirstReordered = g.FirstReordered
+			}
+			if o := g.Outside; o != nil {
+				if mg.Outside == nil {
+					mg.Outside = &Outside{}
+				}
+				add(&mg.Outside.Chats, o.Chats)
+				add(&mg.Outside.Entered, o.Entered)
+				add(&mg.Outside.Exited, o.Exited)
 			}
 		}
 		if d.Churn != nil {

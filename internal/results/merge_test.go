@@ -316,3 +316,36 @@ func TestMergeTCPCountersPerHost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, m.TCP, "no shard measured TCP")
 }
+
+func TestMergeIntegrity(t *testing.T) {
+	docs := shardDocs(t)
+	docs[0].Integrity = &Integrity{Reordered: 5, MaxDisplacement: 2, ReceiversReordered: 3, Receivers: 100, SenderReordered: 1,
+		FirstReordered: "Mark19 in Room3: chat 34 of the room (Mark14's) arrived after chat 35 (1 later)"}
+	docs[1].Integrity = &Integrity{Lost: 2, Duplicated: 1, Reordered: 7, MaxDisplacement: 4, ReceiversReordered: 2, Receivers: 100,
+		FirstReordered: "Mark7 in Room6: ...", Outside: &Outside{Chats: 19, Exited: 19}}
+	docs[2].Integrity = &Integrity{Corrupted: 3, Receivers: 100, Outside: &Outside{Entered: 20}}
+	m, err := Merge(docs)
+	require.NoError(t, err)
+	require.NotNil(t, m.Integrity)
+	assert.Equal(t, Integrity{Lost: 2, Duplicated: 1, Corrupted: 3, Reordered: 12, MaxDisplacement: 4, ReceiversReordered: 5,
+		Receivers: 300, SenderReordered: 1, FirstReordered: docs[0].Integrity.FirstReordered,
+		Outside: &Outside{Chats: 19, Entered: 20, Exited: 19}}, *m.Integrity)
+	assert.True(t, m.Integrity.Failed())
+	share, ok := m.Integrity.ReorderedShare()
+	assert.True(t, ok)
+	assert.InDelta(t, 5.0/3, share, 1e-9)
+	require.NoError(t, m.Validate())
+}
+
+func TestIntegrityFailedAndValidate(t *testing.T) {
+	var g *Integrity
+	assert.False(t, g.Failed(), "no ledger")
+	assert.False(t, (&Integrity{Reordered: 9, Receivers: 20}).Failed(), "reordering alone passes")
+	assert.True(t, (&Integrity{Reordered: 9, Receivers: 20, StrictOrder: true}).Failed())
+	d := fullDocument(t)
+	d.Integrity = &Integrity{Lost: -1, Receivers: 4, ReceiversReordered: 5}
+	err := d.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "integrity.lost is negative")
+	assert.Contains(t, err.Error(), "integrity.receivers_reordered 5 is not between 0 and receivers 4")
+}

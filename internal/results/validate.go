@@ -119,6 +119,23 @@ func (d *Document) Validate() error {
 		nonNeg("server.rss_start_bytes", s.RSSStartBytes)
 		nonNeg("server.rss_end_bytes", s.RSSEndBytes)
 	}
+	if g := d.Integrity; g != nil {
+		nonNeg("integrity.lost", g.Lost)
+		nonNeg("integrity.duplicated", g.Duplicated)
+		nonNeg("integrity.corrupted", g.Corrupted)
+		nonNeg("integrity.reordered", g.Reordered)
+		nonNeg("integrity.max_displacement", g.MaxDisplacement)
+		nonNeg("integrity.receivers", g.Receivers)
+		nonNeg("integrity.sender_reordered", g.SenderReordered)
+		if g.ReceiversReordered < 0 || g.ReceiversReordered > max(g.Receivers, 0) {
+			bad("integrity.receivers_reordered %d is not between 0 and receivers %d", g.ReceiversReordered, g.Receivers)
+		}
+		if o := g.Outside; o != nil {
+			nonNeg("integrity.outside.chats", o.Chats)
+			nonNeg("integrity.outside.entered", o.Entered)
+			nonNeg("integrity.outside.exited", o.Exited)
+		}
+	}
 	if p := d.Paced; p != nil {
 		nonNeg("paced.concurrent_users", p.ConcurrentUsers)
 		nonNegF("paced.in_per_second", p.InPerSecond)
