@@ -127,9 +127,9 @@ the exit status is 1. No document at all is exit status 2.`,
 	o.compare.fs = f
 	f.StringVar(&o.format, "format", "text", "output format: text, markdown, html, json or csv; when not given, the extension of -o FILE chooses (.html, .md, .json, .csv; else text)")
 	f.StringVarP(&o.output, "output", "o", "", "write the report to `FILE` (atomically) instead of standard output")
-	f.IntVar(&o.discard, "discard", report.DefaultDiscard, "runs dropped first in every step (`N` runs)")
-	f.IntVar(&o.best, "best", report.DefaultBest, "the score averages the best `N` counted runs")
-	f.IntVar(&o.of, "of", report.DefaultOf, "counted runs per step after the discard (`N` runs)")
+	f.IntVar(&o.discard, "discard", results.DefaultRunRule.Discard, "runs dropped first in every step (`N` runs)")
+	f.IntVar(&o.best, "best", results.DefaultRunRule.Best, "the score averages the best `N` counted runs")
+	f.IntVar(&o.of, "of", results.DefaultRunRule.Of, "counted runs per step after the discard (`N` runs)")
 	f.StringVar(&o.by, "by", report.DefaultBy, "what a row is: label, server (its command line) or cpus (label and server processors)")
 	f.IntVar(&o.step, "step", 0, "connections of the \"Is it fast?\" table (`N` connections; 0: where most platforms have a score)")
 	f.Var(&o.compare, "compare", "compare two platforms (labels) metric by metric: --compare A B")

@@ -197,16 +197,12 @@ func (rs *runState) finishChurn(doc *results.Document, elapsedMs int64, later *h
 	}
 	doc.Connections = results.Connections{Attempted: rs.attempted.Load(), Established: rs.established.Load(), Peak: rs.peak.Load()}
 	doc.Client.PeakRSSBytes = sysinfo.PeakRSS()
-	if c.Total > 0 {
-		doc.Client.CPUPerMessageMicros = (doc.Client.CPUUserSeconds + doc.Client.CPUSystemSeconds) / float64(c.Total) * 1e6
-	}
 	if before != nil && after != nil && before.ok && after.ok {
 		doc.Server = serverUsage(*before, *after, doc.ElapsedSeconds, c.Total)
 		doc.Server.Goroutines, doc.Server.OpenFDs = after.goroutines, after.openFDs
 		leaks(doc.Churn, *before, *after)
 	}
 	if doc.ElapsedSeconds > 0 {
-		doc.Throughput = float64(c.Total) / doc.ElapsedSeconds
 		doc.Churn.SequencesPerSecond = float64(doc.Churn.Sequences) / doc.ElapsedSeconds
 	}
 	if !rs.aborted.Load() && !doc.Interrupted {
@@ -219,7 +215,7 @@ func (rs *runState) finishChurn(doc *results.Document, elapsedMs int64, later *h
 	}
 	doc.Failures = rs.failures.List()
 	rs.annotate(doc.Failures)
-	doc.Passed = len(doc.Failures) == 0 && !doc.Interrupted
+	doc.Derive()
 }
 
 // sequence is one churn sequence of user u on a new connection; it

@@ -557,12 +557,12 @@ func TestSummarize(t *testing.T) {
 		return &results.Document{Run: run, Score: score, Passed: passed, Discarded: run == 1}
 	}
 	s := summarize(15, []*results.Document{mk(1, 999, true), mk(2, 100, true), mk(3, 300, true), mk(4, 200, true)})
-	assert.Equal(t, int64(250), s.Score)
-	assert.Equal(t, 200.0, s.Median)
+	assert.Equal(t, int64(250), s.Tally.Score)
+	assert.Equal(t, 200.0, s.Tally.Median)
 	assert.True(t, s.Passed)
 	s = summarize(15, []*results.Document{mk(1, 999, true), mk(2, 100, true), mk(3, 0, false), mk(4, 201, true)})
-	assert.Equal(t, int64(151), s.Score)
-	assert.Equal(t, 150.5, s.Median)
+	assert.Equal(t, int64(151), s.Tally.Score)
+	assert.Equal(t, 150.5, s.Tally.Median)
 	assert.False(t, s.Passed)
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -229,29 +228,7 @@ func percentiles(h *results.Histogram) string {
 		fmtDur(h.P50), fmtDur(h.P90), fmtDur(h.P99), fmtDur(h.P999), fmtDur(h.Max))
 }
 
-// fmtDur prints nanoseconds with three significant figures.
-func fmtDur(ns int64) string {
-	d := float64(ns)
-	switch {
-	case d < 1e3:
-		return fmt.Sprintf("%d ns", ns)
-	case d < 1e6:
-		return sig3(d/1e3) + " µs"
-	case d < 1e9:
-		return sig3(d/1e6) + " ms"
-	}
-	return sig3(d/1e9) + " s"
-}
-
-func sig3(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%.2f", v)
-}
+func fmtDur(ns int64) string { return results.FormatNanos(ns) }
 
 func micros(us float64) string {
 	if us <= 0 {
@@ -273,52 +250,25 @@ type StepSummary struct {
 	// ServerCPUs is the processors the server was restricted to (0: not).
 	ServerCPUs int
 	Docs       []*results.Document
-	// Score is the average of the best two counted runs (rounded half up),
-	// Median the median of the counted runs; both 0 when too few passed.
-	Score  int64
-	Median float64
+	// Tally is the run rule applied to the counted runs.
+	Tally results.Tally
+	// Passed: every run of the step passed (discarded runs too).
 	Passed bool
 }
 
-// summarize applies the Volano Report's rule: the discarded runs apart,
-// the best two of the rest (at most three are counted).
+// summarize applies the Volano Report's rule (results.DefaultRunRule; the
+// runs to discard are marked) to the runs of one step.
 func summarize(rooms int, docs []*results.Document) StepSummary {
 	s := StepSummary{Rooms: rooms, Docs: docs, Passed: true}
-	var scores []int64
-	counted := 0
 	for _, d := range docs {
-		if !d.Passed || d.Interrupted || (d.Paced != nil && d.Paced.Broken) {
+		if !results.RunPassed(d) {
 			s.Passed = false
 		}
-		if d.Discarded {
-			continue
-		}
-		counted++
-		if counted > 3 {
-			continue
-		}
-		// A run under one second has no score (Mark prints none), not a
-		// score of 0.
-		if d.Passed && d.Score > 0 {
-			scores = append(scores, d.Score)
-		}
 	}
-	if len(scores) == 0 || len(scores) < min(2, counted) {
-		return s
-	}
-	slices.Sort(scores)
-	n := len(scores)
-	if n%2 == 1 {
-		s.Median = float64(scores[n/2])
-	} else {
-		s.Median = float64(scores[n/2-1]+scores[n/2]) / 2
-	}
-	best := scores[max(0, n-2):]
-	var sum int64
-	for _, v := range best {
-		sum += v
-	}
-	s.Score = int64(float64(sum)/float64(len(best)) + 0.5)
+	rule := results.DefaultRunRule
+	rule.Discard = 0
+	counted, _, _ := rule.Counted(docs)
+	s.Tally = rule.Tally(counted)
 	return s
 }
 
@@ -363,14 +313,16 @@ func writeSummary(w io.Writer, steps []StepSummary) {
 			}
 			fmt.Fprintf(w, "  run %d: %s%s\n", d.Run, status, extra)
 		}
-		if s.Score > 0 {
-			fmt.Fprintf(w, "  score (best 2 of 3) = %d messages per second, median %.0f\n", s.Score, s.Median)
-		} else if len(s.Docs) > 0 && s.Docs[0].Paced == nil && s.Docs[0].Churn == nil {
-			why := "too few runs passed"
-			if s.Passed {
-				why = "too few counted runs lasted a second: raise -count"
-			}
-			fmt.Fprintf(w, "  score = ---- (%s)\n", why)
+		if len(s.Docs) == 0 || !s.Docs[0].IsTurns() {
+			continue
+		}
+		switch t := s.Tally; {
+		case t.HasScore():
+			fmt.Fprintf(w, "  score (best 2 of 3) = %d messages per second, median %.0f\n", t.Score, t.Median)
+		case t.NoScore:
+			fmt.Fprintf(w, "  score = ---- (too few counted runs lasted a second: raise -count)\n")
+		default:
+			fmt.Fprintf(w, "  score = ---- (too few runs passed)\n")
 		}
 	}
 }

@@ -551,22 +551,12 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64, srvStart, srv
 		Peak:        rs.peak.Load(),
 	}
 	doc.Client.PeakRSSBytes = sysinfo.PeakRSS()
-	if c.Total > 0 {
-		doc.Client.CPUPerMessageMicros = (doc.Client.CPUUserSeconds + doc.Client.CPUSystemSeconds) / float64(c.Total) * 1e6
-	}
 	if srvStart != nil && srvEnd != nil && srvStart.ok && srvEnd.ok {
 		doc.Server = serverUsage(*srvStart, *srvEnd, doc.ElapsedSeconds, c.Total)
 	}
-
-	if doc.ElapsedSeconds > 0 {
-		doc.Throughput = float64(c.Total) / doc.ElapsedSeconds
-	}
 	doc.Failures = rs.failures.List()
 	rs.annotate(doc.Failures)
-	doc.Passed = len(doc.Failures) == 0 && !doc.Interrupted
-	if s, ok := results.MarkScore(c.Total, elapsedMs); ok && doc.Passed && !rs.paced {
-		doc.Score = s
-	}
+	doc.Derive()
 	if rs.paced {
 		doc.Paced = pacedOutcome(rs, doc, lost)
 	}

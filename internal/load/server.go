@@ -108,9 +108,7 @@ func serverUsage(a, b serverSample, elapsed float64, total int64) *results.Serve
 	if elapsed > 0 {
 		u.CPUPercent = u.CPUSeconds / elapsed * 100
 	}
-	if total > 0 {
-		u.CPUPerMessageMicros = u.CPUSeconds / float64(total) * 1e6
-	}
+	u.CPUPerMessageMicros = results.CPUPerMessage(u.CPUSeconds, total)
 	return u
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,10 +20,10 @@ func (o Options) withDefaults() (Options, error) {
 		o.Discard = 0
 	}
 	if o.Best == 0 {
-		o.Best = DefaultBest
+		o.Best = results.DefaultRunRule.Best
 	}
 	if o.Of == 0 {
-		o.Of = max(DefaultOf, o.Best)
+		o.Of = max(results.DefaultRunRule.Of, o.Best)
 	}
 	if o.By == "" {
 		o.By = DefaultBy
@@ -66,7 +65,8 @@ func (e *CompareError) Error() string {
 // DefaultOptions is the Volano run rule: discard 1, best 2 of 3, rows by
 // label, text.
 func DefaultOptions() Options {
-	return Options{Discard: DefaultDiscard, Best: DefaultBest, Of: DefaultOf, By: DefaultBy, Format: "text"}
+	r := results.DefaultRunRule
+	return Options{Discard: r.Discard, Best: r.Best, Of: r.Of, By: DefaultBy, Format: "text"}
 }
 
 // cellKey places a document in a cell.
@@ -321,44 +321,25 @@ func plural(n int, unit string) string {
 	return strconv.Itoa(n) + " " + unit + "s"
 }
 
-// counted applies the discard and the "of" rule to runs in run order; all
-// is every run after the discard (for comparisons). When the positional
-// discard would leave nothing, the runs not marked Discarded are counted
-// after all (see the package doc).
-func (b *builder) counted(runs []*results.Document) (counted, all []*results.Document) {
-	all, _ = b.afterDiscard(runs)
-	counted = all
-	if len(counted) > b.opt.Of {
-		counted = counted[:b.opt.Of]
-	}
-	return counted, all
+// rule is the run rule of the options.
+func (b *builder) rule() results.RunRule {
+	return results.RunRule{Discard: b.opt.Discard, Best: b.opt.Best, Of: b.opt.Of}
 }
 
-// afterDiscard drops the first Discard runs and the runs marked
-// Discarded; relaxed is true when that left nothing and the unmarked runs
-// were kept instead.
-func (b *builder) afterDiscard(runs []*results.Document) (kept []*results.Document, relaxed bool) {
-	var unmarked []*results.Document
-	for i, d := range runs {
-		if d.Discarded {
-			continue
-		}
-		unmarked = append(unmarked, d)
-		if i >= b.opt.Discard {
-			kept = append(kept, d)
-		}
-	}
-	if len(kept) == 0 && len(unmarked) > 0 {
-		return unmarked, true
-	}
-	return kept, false
+// counted applies the run rule's discard and "of" to runs in run order;
+// all is every run after the discard (for comparisons). When the
+// positional discard would leave nothing, the runs not marked Discarded
+// are counted after all (see the package doc).
+func (b *builder) counted(runs []*results.Document) (counted, all []*results.Document) {
+	counted, all, _ = b.rule().Counted(runs)
+	return counted, all
 }
 
 // cell applies the run rule to the runs of one cell.
 func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 	c := &Cell{Kind: k.kind, Step: k.step, CPUs: k.cpus}
-	counted, _ := b.counted(runs)
-	if _, relaxed := b.afterDiscard(runs); relaxed {
+	counted, _, relaxed := b.rule().Counted(runs)
+	if relaxed {
 		b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf(
 			"%s at %s: only %s, counted although --discard %d would drop it",
 			k.row, stepName(k.kind, k.step), plural(len(counted), "run"), b.opt.Discard))
@@ -369,29 +350,19 @@ func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 			"%s at %s: every run is marked discarded", k.row, stepName(k.kind, k.step)))
 		return c
 	}
-	var passed []int64
-	bound, passedRuns := 0, 0
+	bound := 0
 	if w := retransmitWarning(counted); w != "" {
 		b.rep.Warnings = append(b.rep.Warnings, k.row+" at "+stepName(k.kind, k.step)+": "+w)
 	}
 	for _, d := range counted {
-		r := RunResult{Run: d.Run, RunID: d.RunID, Score: d.Score, Passed: d.Passed && !d.Interrupted}
-		if d.Paced != nil && d.Paced.Broken {
-			r.Passed = false
-		}
+		r := RunResult{Run: d.Run, RunID: d.RunID, Score: d.Score, Passed: results.RunPassed(d)}
 		// Mark gives no score to a run under one second: the document's
 		// score is 0 although the run passed. It must not count as a
 		// score of 0.
-		r.NoScore = r.Passed && k.kind == KindTurns && d.Score <= 0
+		r.NoScore = r.Passed && !results.HasScore(d)
 		r.ClientBound = clientBound(d)
 		if r.ClientBound {
 			bound++
-		}
-		if r.Passed {
-			passedRuns++
-			if !r.NoScore {
-				passed = append(passed, d.Score)
-			}
 		}
 		// A failed run is cited; so is a passed one that recorded
 		// failures anyway (the Volano Report's "1220a": errors, but the
@@ -409,35 +380,21 @@ func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 		}
 		c.Runs = append(c.Runs, r)
 	}
-	need := min(b.opt.Best, len(counted))
-	if passedRuns < need || passedRuns == 0 {
+	t := b.rule().Tally(counted)
+	if t.Failed {
 		c.Failed = true
 		return c
 	}
-	if len(passed) < need {
+	if t.NoScore {
 		// Enough runs passed, but too few have a score to average the
 		// best of them: no score rather than the score of fewer runs.
 		c.NoScore = true
 		return c
 	}
 	c.ClientBound = 2*bound > len(counted)
-	slices.Sort(passed)
-	c.Min, c.Max = passed[0], passed[len(passed)-1]
-	if n := len(passed); n%2 == 1 {
-		c.Median = float64(passed[n/2])
-	} else {
-		c.Median = (float64(passed[n/2-1]) + float64(passed[n/2])) / 2
-	}
-	best := passed[max(0, len(passed)-b.opt.Best):]
-	var sum float64
-	for _, s := range best {
-		sum += float64(s)
-	}
-	c.Score = roundHalfUp(sum / float64(len(best)))
+	c.Min, c.Max, c.Median, c.Score = t.Min, t.Max, t.Median, t.Score
 	return c
 }
-
-func roundHalfUp(x float64) int64 { return int64(math.Floor(x + 0.5)) }
 
 // causeOf is the failure a failed run is cited for: its earliest failure,
 // else its most frequent one.

@@ -8,8 +8,8 @@ import (
 // Options configures Build. Zero Best, Of and By take their defaults;
 // DefaultOptions is the whole Volano rule (Discard 1, best 2 of 3).
 type Options struct {
-	// Discard is how many runs of a cell are dropped first (DefaultDiscard
-	// is 1; 0 keeps them all; negative means 0).
+	// Discard is how many runs of a cell are dropped first (1 in the
+	// default run rule; 0 keeps them all; negative means 0).
 	Discard int `json:"discard"`
 	// Best and Of: the score is the average of the best Best of the first
 	// Of counted runs (defaults 2 and 3, the Volano rule).
@@ -28,13 +28,9 @@ type Options struct {
 	Step int `json:"step,omitempty"`
 }
 
-// Default run rule.
-const (
-	DefaultDiscard = 1
-	DefaultBest    = 2
-	DefaultOf      = 3
-	DefaultBy      = ByLabel
-)
+// DefaultBy is the default Options.By. The default run rule is
+// results.DefaultRunRule.
+const DefaultBy = ByLabel
 
 // Values of Options.By.
 const (

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/volanogo/volanogo/internal/results"
 )
 
 // Formats Render accepts.
@@ -76,41 +77,17 @@ func compareIntro(t *CompareTable) string {
 		t.A, t.B, t.Alpha)
 }
 
-// fmtNanos prints a duration in ns with three significant digits.
+// fmtNanos prints a duration in ns with three significant digits ("–"
+// when unknown).
 func fmtNanos(ns int64) string {
 	if ns <= 0 {
 		return "–"
 	}
-	v, unit := float64(ns), "ns"
-	switch {
-	case ns >= 1e9:
-		v, unit = v/1e9, "s"
-	case ns >= 1e6:
-		v, unit = v/1e6, "ms"
-	case ns >= 1e3:
-		v, unit = v/1e3, "µs"
-	}
-	return sig3(v) + " " + unit
+	return results.FormatNanos(ns)
 }
 
-// sig3 prints v with three significant digits (no exponent).
-func sig3(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		s := strconv.FormatFloat(v, 'f', 1, 64)
-		if r, _ := strconv.ParseFloat(s, 64); math.Abs(r) >= 100 {
-			return strconv.FormatFloat(v, 'f', 0, 64) // 99.96 is 100, not 100.0
-		}
-		return s
-	}
-	s := strconv.FormatFloat(v, 'f', 2, 64)
-	if r, _ := strconv.ParseFloat(s, 64); math.Abs(r) >= 10 {
-		return strconv.FormatFloat(v, 'f', 1, 64) // 9.998 is 10.0, not 10.00
-	}
-	return s
-}
+// sig3 prints v with three significant digits (results.Sig3).
+func sig3(v float64) string { return results.Sig3(v) }
 
 func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 

@@ -244,18 +244,13 @@ func Merge(shards []*Document) (*Document, error) {
 	} else {
 		m.ElapsedSeconds = maxElapsed
 	}
-	ms := int64(m.ElapsedSeconds*1000 + 0.5)
-	if score, ok := MarkScore(m.Counts.Total, ms); ok && m.Passed {
-		m.Score = score
-	}
-	if m.ElapsedSeconds > 0 {
-		m.Throughput = float64(m.Counts.Total) / m.ElapsedSeconds
-	}
-	if m.Counts.Total > 0 {
-		m.Client.CPUPerMessageMicros = (m.Client.CPUUserSeconds + m.Client.CPUSystemSeconds) / float64(m.Counts.Total) * 1e6
-		if m.Server != nil && m.Server.CPUSeconds > 0 {
-			m.Server.CPUPerMessageMicros = m.Server.CPUSeconds / float64(m.Counts.Total) * 1e6
-		}
+	passed := m.Passed
+	m.Derive()
+	// A shard that did not pass failed or was interrupted, so Derive agrees;
+	// a document that says otherwise is not trusted to pass.
+	m.Passed = m.Passed && passed
+	if !m.Passed {
+		m.Score = 0
 	}
 	if m.Churn != nil && m.ElapsedSeconds > 0 {
 		m.Churn.SequencesPerSecond = float64(m.Churn.Sequences) / m.ElapsedSeconds

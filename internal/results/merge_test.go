@@ -131,6 +131,9 @@ func TestMergeShards(t *testing.T) {
 
 func TestMergeScore(t *testing.T) {
 	docs := shardDocs(t)
+	for _, d := range docs { // turn-taking: the kind with Mark's score
+		d.Paced, d.Churn = nil, nil
+	}
 	m, err := Merge(docs)
 	require.NoError(t, err)
 	assert.True(t, m.Passed)
@@ -138,6 +141,11 @@ func TestMergeScore(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, score, m.Score)
 	assert.Equal(t, int64(29851), m.Score)
+
+	docs[0].Paced = &Paced{}
+	m, err = Merge(docs)
+	require.NoError(t, err)
+	assert.Zero(t, m.Score, "paced: no Mark score")
 }
 
 func TestMergeOrderIndependent(t *testing.T) {
