@@ -63,8 +63,8 @@ func (rs *runState) churn(ctx context.Context, doc *results.Document, spec runSp
 		}
 	}()
 	sem := make(chan struct{}, cfg.ConnectConcurrency)
-	cu0, cs0 := cpuTimes()
-	tcp0 := readTCPCounters()
+	cu0, cs0 := sysinfo.CPUTimes()
+	tcp0 := sysinfo.ReadTCPCounters()
 	begin := time.Now()
 	rs.base = nanotime()
 	rs.timeline = results.NewTimelineRecorder(begin)
@@ -105,12 +105,12 @@ func (rs *runState) churn(ctx context.Context, doc *results.Document, spec runSp
 	end := time.Now()
 	close(watchDone)
 	<-watchEnded
-	cu1, cs1 := cpuTimes()
-	tcp1 := readTCPCounters()
+	cu1, cs1 := sysinfo.CPUTimes()
+	tcp1 := sysinfo.ReadTCPCounters()
 	doc.Interrupted = ctx.Err() != nil
 	doc.TimedStart, doc.TimedEnd = begin, end
 	doc.Client = results.Usage{CPUUserSeconds: max(0, cu1-cu0), CPUSystemSeconds: max(0, cs1-cs0)}
-	doc.TCP = tcpDelta(tcp0, tcp1)
+	doc.TCP = sysinfo.TCPDelta(tcp0, tcp1)
 	if cfg.Gate != nil {
 		cfg.Gate.Ended()
 	}
@@ -238,7 +238,7 @@ func (u *user) sequence(ctx context.Context) (time.Duration, error) {
 		}
 		kind, what := results.Classify(err), "connect"
 		if kind == results.FailOpenFiles {
-			what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesLimit(), rs.open.Load())
+			what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesSoft(), rs.open.Load())
 		}
 		return 0, &userError{u: u, kind: kind, what: what, err: err}
 	}

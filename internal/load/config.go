@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/sysinfo"
 )
 
 // Defaults, as Mark has them where Mark has the option.
@@ -338,7 +339,7 @@ func (c *Config) normalizeScaleOut() error {
 		if !c.Serve && c.ServerCmd == "" {
 			return cfgErr("--server-cpus needs --serve or --server-cmd (the client starts the server)")
 		}
-		avail := availableCPUs()
+		avail := sysinfo.AvailableCPUs()
 		for _, n := range c.ServerCPUs {
 			if n < 1 || (avail > 0 && n > avail) {
 				return cfgErr("--server-cpus: %d is not between 1 and the %d processors this process may use", n, avail)

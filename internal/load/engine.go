@@ -17,6 +17,7 @@ import (
 
 	"github.com/volanogo/volanogo/internal/buildinfo"
 	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/sysinfo"
 )
 
 // Result is what Run did: every step with its runs and the run rules'
@@ -263,7 +264,7 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, bind *binder, progr
 	if doc != nil && srv != nil {
 		doc.Config.ServerCommand = serverCmd
 		if doc.Server != nil {
-			doc.Server.CPUs = processCPUs(srv.pid())
+			doc.Server.CPUs = sysinfo.ProcessCPUs(srv.pid())
 		}
 		if d.transport == TransportTCP {
 			host, port, _ := net.SplitHostPort(d.addr)

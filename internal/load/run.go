@@ -218,8 +218,8 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 	if srv != nil {
 		srvStart = srv.sample(ctx)
 	}
-	cu0, cs0 := cpuTimes()
-	tcp0 := readTCPCounters()
+	cu0, cs0 := sysinfo.CPUTimes()
+	tcp0 := sysinfo.ReadTCPCounters()
 
 	var wg sync.WaitGroup
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(time.Now().UnixNano())))
@@ -298,8 +298,8 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 	interrupted = rs.watch(ctx, allDone)
 	end := time.Now()
 	<-allDone
-	cu1, cs1 := cpuTimes()
-	tcp1 := readTCPCounters()
+	cu1, cs1 := sysinfo.CPUTimes()
+	tcp1 := sysinfo.ReadTCPCounters()
 	var srvEnd serverSample
 	if srv != nil {
 		srvEnd = srv.sample(context.WithoutCancel(ctx))
@@ -317,7 +317,7 @@ func runOnce(ctx context.Context, cfg *Config, spec runSpec, d *dialer, srv serv
 		doc.Shard.ClockOffsetSeconds = begin.Sub(doc.Shard.StartAt).Seconds()
 	}
 	doc.Client = results.Usage{CPUUserSeconds: max(0, cu1-cu0), CPUSystemSeconds: max(0, cs1-cs0)}
-	doc.TCP = tcpDelta(tcp0, tcp1)
+	doc.TCP = sysinfo.TCPDelta(tcp0, tcp1)
 	rs.finish(doc, end.Sub(begin).Milliseconds(), &srvStart, &srvEnd)
 	if drained.ok && srvStart.ok && doc.Server != nil {
 		s := serverUsage(srvStart, drained, drainedAt.Sub(begin).Seconds(), doc.Counts.Total)

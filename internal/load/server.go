@@ -89,7 +89,7 @@ func (p procProbe) sample(context.Context) serverSample {
 	if err != nil {
 		return serverSample{}
 	}
-	return serverSample{ok: true, source: "proc", cpu: st.CPUSeconds(), rss: st.RSSBytes, openFDs: int64(max(st.FDs, 0)), maxFDs: procMaxFDs(p.pid)}
+	return serverSample{ok: true, source: "proc", cpu: st.CPUSeconds(), rss: st.RSSBytes, openFDs: int64(max(st.FDs, 0)), maxFDs: st.MaxFDs}
 }
 
 func serverUsage(a, b serverSample, elapsed float64, total int64) *results.ServerUsage {
@@ -159,7 +159,7 @@ func startServe(ctx context.Context, argv []string, cpus int) (*spawned, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := startOnCPUs(s.cmd, cpus); err != nil {
+	if err := startPinned(s.cmd, cpus); err != nil {
 		return nil, fmt.Errorf("start server %q: %w", argv[0], err)
 	}
 	ready := make(chan string, 1)
@@ -220,7 +220,7 @@ func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, er
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
 	s.cmd.Stdout = s.stderr
 	s.cmd.Stderr = s.stderr
-	if err := startOnCPUs(s.cmd, cpus); err != nil {
+	if err := startPinned(s.cmd, cpus); err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
@@ -245,6 +245,16 @@ func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, er
 			return nil, fmt.Errorf("server command %q not listening on port %d after 30s", line, port)
 		}
 	}
+}
+
+// startPinned starts cmd on the first cpus processors (0: anywhere).
+func startPinned(cmd *exec.Cmd, cpus int) error {
+	return sysinfo.StartPinned(cpus, func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 }
 
 func containsPort(cmd string) bool { return strings.Contains(cmd, "{port}") }
@@ -291,25 +301,6 @@ func defaultServeCommand(ws bool) ([]string, error) {
 		argv = append(argv, "--ws-listen", "127.0.0.1:0")
 	}
 	return argv, nil
-}
-
-// procMaxFDs is the soft open-files limit of process pid from
-// /proc/<pid>/limits (0: unknown).
-func procMaxFDs(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "Max open files") {
-			f := strings.Fields(strings.TrimPrefix(line, "Max open files"))
-			if len(f) > 0 {
-				v, _ := strconv.ParseInt(f[0], 10, 64)
-				return v
-			}
-		}
-	}
-	return 0
 }
 
 // outOfFiles says whether the server ran out of descriptors between two

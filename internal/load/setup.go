@@ -7,8 +7,15 @@ import (
 	"time"
 
 	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/sysinfo"
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
+
+// openFilesSoft is this process's soft open-files limit now.
+func openFilesSoft() int64 {
+	soft, _ := sysinfo.OpenFilesLimit()
+	return soft
+}
 
 // maxPacket bounds one packet from the server. Access and RoomList
 // confirms list every room on the server, so they grow with the run.
@@ -118,7 +125,7 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 			}
 			kind, what := results.Classify(err), "connect"
 			if kind == results.FailOpenFiles {
-				what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesLimit(), rs.open.Load())
+				what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesSoft(), rs.open.Load())
 			}
 			return &userError{u: u, kind: kind, what: what, err: err}
 		}

@@ -7,10 +7,15 @@
 // uname(2), getrlimit(2), /proc and /etc/os-release; elsewhere what cannot
 // be known is left empty, never an error.
 //
-// ReadProc and Self read a process's CPU time, resident memory, threads and
-// open descriptors from /proc (Linux; ErrUnsupported elsewhere), PeakRSS
-// the current process's peak resident memory, and RaiseOpenFilesLimit makes
-// the soft open-files limit the hard one.
+// It is also where volanogo reads the operating system, one way each:
+// ReadProc and Self read a process's CPU time, resident memory, threads,
+// open descriptors and open-files limit from /proc (Linux, through
+// prometheus/procfs; ErrUnsupported elsewhere); CPUTimes is this process's
+// own CPU time (getrusage), PeakRSS its peak resident memory;
+// OpenFilesLimit is its open-files limit and RaiseOpenFilesLimit makes the
+// soft limit the hard one; ReadTCPCounters reads the kernel's TCP counters
+// of the network namespace; ProcessCPUs, AvailableCPUs and StartPinned
+// read and set CPU affinity.
 package sysinfo
 
 import (
@@ -43,9 +48,7 @@ func Collect() results.Environment {
 	env.Distribution = distribution()
 	env.CPUModel = cpuModel()
 	env.MemoryBytes = memoryBytes()
-	if soft, hard, err := openFilesLimit(); err == nil {
-		env.OpenFilesSoft, env.OpenFilesHard = clampLimit(soft), clampLimit(hard)
-	}
+	env.OpenFilesSoft, env.OpenFilesHard = OpenFilesLimit()
 	env.EphemeralPorts = ephemeralPorts()
 	env.TCPCongestion = tcpCongestion()
 	env.LoopbackQuickACK = loopbackQuickACK()
@@ -93,6 +96,9 @@ type ProcStat struct {
 	// FDs is the number of open file descriptors, -1 when they cannot be
 	// counted (another user's process).
 	FDs int
+	// MaxFDs is the process's soft open-files limit (-1 unlimited, 0
+	// unknown).
+	MaxFDs int64
 }
 
 // CPUSeconds is user + system time.

@@ -2,7 +2,6 @@ package sysinfo
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -181,69 +181,44 @@ func metricQuickACK(b []byte) bool {
 	return false
 }
 
-// ReadProc reads the resource use of process pid from /proc/<pid>/stat,
-// /proc/<pid>/statm and /proc/<pid>/fd.
+// ReadProc reads the resource use of process pid from /proc/<pid>
+// (stat, statm, fd, limits) through prometheus/procfs.
 func ReadProc(pid int) (ProcStat, error) {
-	dir := "/proc/" + strconv.Itoa(pid)
-	stat, err := os.ReadFile(dir + "/stat")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return ProcStat{}, fmt.Errorf("read process %d: %w", pid, err)
 	}
-	p, err := parseStat(stat)
-	if err != nil {
-		return ProcStat{}, fmt.Errorf("read process %d: %w", pid, err)
-	}
-	if statm, err := os.ReadFile(dir + "/statm"); err == nil {
-		if f := strings.Fields(string(statm)); len(f) > 1 {
-			if pages, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				p.RSSBytes = pages * int64(os.Getpagesize())
-			}
-		}
-	}
-	p.FDs = countFDs(dir + "/fd")
-	return p, nil
+	return readProc(fs, pid)
 }
 
-// parseStat reads /proc/<pid>/stat: utime (14), stime (15), num_threads
-// (20) and rss (24, pages), counting fields after the command in parentheses,
-// which may itself hold spaces and parentheses.
-func parseStat(b []byte) (ProcStat, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return ProcStat{}, fmt.Errorf("malformed stat %q", b)
+func readProc(fs procfs.FS, pid int) (ProcStat, error) {
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return ProcStat{}, fmt.Errorf("read process %d: %w", pid, err)
 	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
-	if len(f) < 22 {
-		return ProcStat{}, fmt.Errorf("malformed stat: %d fields", len(f)+2)
+	st, err := p.Stat()
+	if err != nil {
+		return ProcStat{}, fmt.Errorf("read process %d: %w", pid, err)
 	}
-	field := func(n int) int64 {
-		v, _ := strconv.ParseInt(f[n-3], 10, 64)
-		return v
-	}
-	return ProcStat{
-		UserSeconds:   float64(field(14)) / clockTicks,
-		SystemSeconds: float64(field(15)) / clockTicks,
-		Threads:       int(field(20)),
-		RSSBytes:      field(24) * int64(os.Getpagesize()),
+	ps := ProcStat{
+		UserSeconds:   float64(st.UTime) / clockTicks,
+		SystemSeconds: float64(st.STime) / clockTicks,
+		Threads:       st.NumThreads,
+		RSSBytes:      int64(st.ResidentMemory()),
 		FDs:           -1,
-	}, nil
-}
-
-func countFDs(dir string) int {
-	f, err := os.Open(dir)
-	if err != nil {
-		return -1
 	}
-	defer f.Close()
-	n := 0
-	for {
-		names, err := f.Readdirnames(1024)
-		n += len(names)
-		if err != nil || len(names) == 0 {
-			break
-		}
+	// statm's resident count is the kernel's current one; stat's can lag
+	// behind in a process that has just started.
+	if m, err := p.Statm(); err == nil && m.Resident > 0 {
+		ps.RSSBytes = int64(m.ResidentBytes())
 	}
-	return n
+	if n, err := p.FileDescriptorsLen(); err == nil {
+		ps.FDs = n
+	}
+	if l, err := p.Limits(); err == nil {
+		ps.MaxFDs = clampLimit(l.OpenFiles)
+	}
+	return ps, nil
 }
 
 // PeakRSS is the current process's peak resident set size in bytes: VmHWM

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -53,20 +55,33 @@ func TestParseMeminfo(t *testing.T) {
 	assert.Equal(t, int64(0), parseMeminfo("MemTotal: x kB", "MemTotal"))
 }
 
-func TestParseStat(t *testing.T) {
+func TestReadProcFake(t *testing.T) {
 	// A command with spaces and parentheses in it.
-	line := "42 (a (b) c) S 1 42 42 0 -1 4194304 99 0 0 0 250 130 0 0 20 0 7 0 37496 3133440 409 18446744073709551615 0 0\n"
-	p, err := parseStat([]byte(line))
+	dir := t.TempDir()
+	proc := filepath.Join(dir, "42")
+	require.NoError(t, os.MkdirAll(filepath.Join(proc, "fd"), 0o755))
+	for _, fd := range []string{"0", "1", "2"} {
+		require.NoError(t, os.WriteFile(filepath.Join(proc, "fd", fd), nil, 0o644))
+	}
+	line := "42 (a (b) c) S 1 42 42 0 -1 4194304 99 0 0 0 250 130 0 0 20 0 7 0 37496 3133440 409 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+	require.NoError(t, os.WriteFile(filepath.Join(proc, "stat"), []byte(line), 0o644))
+	limits := "Limit                     Soft Limit           Hard Limit           Units     \n" +
+		"Max open files            1024                 20000                files     \n"
+	require.NoError(t, os.WriteFile(filepath.Join(proc, "limits"), []byte(limits), 0o644))
+	fs, err := procfs.NewFS(dir)
+	require.NoError(t, err)
+	p, err := readProc(fs, 42)
 	require.NoError(t, err)
 	assert.InDelta(t, 2.5, p.UserSeconds, 1e-9)
 	assert.InDelta(t, 1.3, p.SystemSeconds, 1e-9)
 	assert.Equal(t, 7, p.Threads)
 	assert.Equal(t, int64(409*os.Getpagesize()), p.RSSBytes)
+	assert.Equal(t, 3, p.FDs)
+	assert.Equal(t, int64(1024), p.MaxFDs)
 
-	for _, bad := range []string{"", "42 (x", "42 (x) S 1 2 3"} {
-		_, err := parseStat([]byte(bad))
-		assert.Error(t, err, bad)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(proc, "stat"), []byte("42 (x"), 0o644))
+	_, err = readProc(fs, 42)
+	assert.Error(t, err, "a malformed stat")
 }
 
 func TestReadProcChild(t *testing.T) {

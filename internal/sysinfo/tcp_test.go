@@ -1,13 +1,15 @@
-package load
+package sysinfo
 
 import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,41 +33,55 @@ IpExt: 0 0
 `
 )
 
-func TestParseTCPCounters(t *testing.T) {
-	c, err := parseTCPCounters([]byte(snmpSample), []byte(netstatSample))
+// fakeProc is a /proc with the net/snmp and net/netstat of process 1.
+func fakeProc(t *testing.T, snmp, netstat string) procfs.FS {
+	t.Helper()
+	dir := t.TempDir()
+	net := filepath.Join(dir, "1", "net")
+	require.NoError(t, os.MkdirAll(net, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(net, "snmp"), []byte(snmp), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(net, "netstat"), []byte(netstat), 0o644))
+	fs, err := procfs.NewFS(dir)
+	require.NoError(t, err)
+	return fs
+}
+
+func TestTCPCounters(t *testing.T) {
+	c, err := tcpCounters(fakeProc(t, snmpSample, netstatSample), 1)
 	require.NoError(t, err)
 	assert.Equal(t, results.TCPCounters{SegmentsIn: 8786839, SegmentsOut: 8838336, Retransmitted: 22063,
 		DelayedACKs: 2965978, LossProbes: 23426}, c)
 
 	// A counter this kernel lacks is 0.
-	c, err = parseTCPCounters([]byte(snmpSample), []byte("TcpExt: DelayedACKs\nTcpExt: 5\n"))
+	c, err = tcpCounters(fakeProc(t, snmpSample, "TcpExt: DelayedACKs\nTcpExt: 5\n"), 1)
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), c.DelayedACKs)
 	assert.Zero(t, c.LossProbes)
 }
 
-func TestParseTCPCountersErrors(t *testing.T) {
+func TestTCPCountersErrors(t *testing.T) {
 	for _, tc := range []struct{ name, snmp, netstat, want string }{
-		{"no Tcp group", "Ip: A\nIp: 1\n", netstatSample, "/proc/net/snmp: no Tcp: counters"},
-		{"no TcpExt group", snmpSample, "", "/proc/net/netstat: no TcpExt: counters"},
-		{"names only", "Tcp: InSegs OutSegs\n", netstatSample, "no Tcp: counters"},
-		{"short values", "Tcp: InSegs OutSegs\nTcp: 1\n", netstatSample, "2 names but 1 values"},
-		{"not a number", "Tcp: InSegs OutSegs\nTcp: 1 x\n", netstatSample, `OutSegs: "x" is not a number`},
+		{"no Tcp group", "Ip: Forwarding\nIp: 1\n", netstatSample, "net/snmp: no Tcp counters"},
+		{"no TcpExt group", snmpSample, "IpExt: InNoRoutes\nIpExt: 0\n", "net/netstat: no TcpExt counters"},
+		{"short values", "Tcp: InSegs OutSegs\nTcp: 1\n", netstatSample, "net/snmp"},
+		{"not a number", "Tcp: InSegs OutSegs\nTcp: 1 x\n", netstatSample, "net/snmp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseTCPCounters([]byte(tc.snmp), []byte(tc.netstat))
+			_, err := tcpCounters(fakeProc(t, tc.snmp, tc.netstat), 1)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+	_, err := tcpCounters(fakeProc(t, snmpSample, netstatSample), 2)
+	require.Error(t, err, "no such process")
 }
 
 func TestTCPDelta(t *testing.T) {
 	a := &results.TCPCounters{SegmentsIn: 10, SegmentsOut: 20, Retransmitted: 1, DelayedACKs: 5, LossProbes: 2}
 	b := &results.TCPCounters{SegmentsIn: 15, SegmentsOut: 40, Retransmitted: 1, DelayedACKs: 4, LossProbes: 3}
-	assert.Equal(t, &results.TCPCounters{SegmentsIn: 5, SegmentsOut: 20, DelayedACKs: 0, LossProbes: 1}, tcpDelta(a, b))
-	assert.Nil(t, tcpDelta(nil, b))
-	assert.Nil(t, tcpDelta(a, nil))
+	assert.Equal(t, &results.TCPCounters{SegmentsIn: 5, SegmentsOut: 20, DelayedACKs: 0, LossProbes: 1}, TCPDelta(a, b))
+	assert.Nil(t, TCPDelta(nil, b))
+	assert.Nil(t, TCPDelta(a, nil))
 }
 
 // The machine's own counters parse and count a loopback connection's
@@ -74,10 +90,10 @@ func TestReadTCPCounters(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the kernel's TCP counters are read on Linux")
 	}
-	if _, err := os.Stat(procSNMP); err != nil {
-		t.Skip("no /proc/net/snmp")
+	if _, err := os.Stat("/proc/self/net/snmp"); err != nil {
+		t.Skip("no /proc/self/net/snmp")
 	}
-	c0 := readTCPCounters()
+	c0 := ReadTCPCounters()
 	require.NotNil(t, c0)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -106,7 +122,7 @@ func TestReadTCPCounters(t *testing.T) {
 	_, err = io.ReadFull(sc, buf)
 	require.NoError(t, err)
 
-	d := tcpDelta(c0, readTCPCounters())
+	d := TCPDelta(c0, ReadTCPCounters())
 	require.NotNil(t, d)
 	// SYN, SYN-ACK, ACK and the byte: four segments out and in at least.
 	assert.GreaterOrEqual(t, d.SegmentsOut, int64(4))

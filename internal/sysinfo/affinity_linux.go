@@ -1,18 +1,17 @@
-package load
+package sysinfo
 
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// processCPUs is the number of processors process pid may run on (0 if
-// unknown).
-func processCPUs(pid int) int {
+// ProcessCPUs is the number of processors process pid may run on (0 if
+// unknown; pid 0 is this process).
+func ProcessCPUs(pid int) int {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(pid, &set); err != nil {
 		return 0
@@ -20,8 +19,8 @@ func processCPUs(pid int) int {
 	return set.Count()
 }
 
-// availableCPUs is the number of processors this process may run on.
-func availableCPUs() int { return processCPUs(0) }
+// AvailableCPUs is the number of processors this process may run on.
+func AvailableCPUs() int { return ProcessCPUs(0) }
 
 // firstCPUs is the set of the first n processors of this process's own
 // affinity mask.
@@ -41,16 +40,19 @@ func firstCPUs(n int) (unix.CPUSet, error) {
 	return set, nil
 }
 
-// startOnCPUs starts cmd restricted to the first cpus processors (0: no
-// restriction). The calling thread takes the mask for the fork, so that
-// the child and every thread it ever creates inherit it (what taskset
-// does), and gets its own mask back after; the child's threads are set
-// once more after the start in case one was created on another path.
-func startOnCPUs(cmd *exec.Cmd, cpus int) error {
-	if cpus <= 0 {
-		return cmd.Start()
+// StartPinned calls start, which starts a process and returns its pid,
+// with the process restricted to the first n processors this process may
+// use (n <= 0: no restriction). The calling thread takes the mask for the
+// fork, so that the child and every thread it ever creates inherit it
+// (what taskset does), and gets its own mask back after; the child's
+// threads are set once more after the start in case one was created on
+// another path.
+func StartPinned(n int, start func() (pid int, err error)) error {
+	if n <= 0 {
+		_, err := start()
+		return err
 	}
-	set, err := firstCPUs(cpus)
+	set, err := firstCPUs(n)
 	if err != nil {
 		return err
 	}
@@ -63,14 +65,13 @@ func startOnCPUs(cmd *exec.Cmd, cpus int) error {
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		return fmt.Errorf("set CPU affinity: %w", err)
 	}
-	err = cmd.Start()
+	pid, err := start()
 	if rerr := unix.SchedSetaffinity(0, &old); rerr != nil && err == nil {
 		err = fmt.Errorf("restore CPU affinity: %w", rerr)
 	}
 	if err != nil {
 		return err
 	}
-	pid := cmd.Process.Pid
 	if tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task"); err == nil {
 		for _, t := range tasks {
 			if tid, err := strconv.Atoi(t.Name()); err == nil {
