@@ -122,10 +122,6 @@ func TestLoadExitCodes(t *testing.T) {
 	}
 }
 
-func TestServeReadyPrefixAgrees(t *testing.T) {
-	assert.Equal(t, ServeReadyPrefix, load.ServeReadyPrefix)
-}
-
 func TestLoadEndToEnd(t *testing.T) {
 	s, err := server.New(server.Config{Listen: "127.0.0.1:0"})
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volanogo/volanogo/internal/handshake"
 	"github.com/volanogo/volanogo/internal/server"
 )
 
@@ -31,13 +32,6 @@ type serveOptions struct {
 	wsOrigins                       []string
 	logLevel                        string
 }
-
-// ServeReadyPrefix starts the line `volanogo serve` prints on stdout once
-// it listens, so that a parent process (`volanogo load --serve`) can learn
-// the ports it was given:
-//
-//	volanogo serve listening: chat=127.0.0.1:8000 ws= metrics=127.0.0.1:9090
-const ServeReadyPrefix = "volanogo serve listening:"
 
 func newServeCmd(io *IO) *cobra.Command {
 	o := &serveOptions{}
@@ -138,8 +132,10 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		}
 		return a.String()
 	}
-	fmt.Fprintf(io.Out, "%s chat=%s ws=%s metrics=%s\n", ServeReadyPrefix,
-		addr(srv.Addr(), o.listen != ""), addr(srv.WSAddr(), o.wsListen != ""), addr(srv.MetricsAddr(), o.metricsListen != ""))
+	// The ready line tells a parent (volanogo load --serve) the ports.
+	ready := handshake.Serve{Chat: addr(srv.Addr(), o.listen != ""), WS: addr(srv.WSAddr(), o.wsListen != ""),
+		Metrics: addr(srv.MetricsAddr(), o.metricsListen != "")}
+	fmt.Fprintln(io.Out, ready.Line())
 	logger.Info("volanogo serve started", "rooms", len(rooms), "room_limit", o.roomLimit, "max_connections", o.maxConnections)
 	<-ctx.Done()
 	logger.Info("stopping: closing connections")

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/internal/handshake"
 )
 
 type lockedBuffer struct {
@@ -44,15 +46,11 @@ func TestServeStartsAndStops(t *testing.T) {
 	}()
 	var chatAddr string
 	require.Eventually(t, func() bool {
-		line := out.String()
-		if !strings.HasPrefix(line, ServeReadyPrefix) {
+		hs, ok := handshake.ParseServe(out.String())
+		if !ok {
 			return false
 		}
-		for _, f := range strings.Fields(line) {
-			if a, ok := strings.CutPrefix(f, "chat="); ok {
-				chatAddr = a
-			}
-		}
+		chatAddr = hs.Chat
 		return true
 	}, 5*time.Second, 10*time.Millisecond)
 	assert.Contains(t, out.String(), "metrics=127.0.0.1:")

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/volanogo/volanogo/internal/handshake"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
 	"github.com/volanogo/volanogo/pkg/protocol"
@@ -70,7 +71,7 @@ func helperServe(args []string) int {
 		}
 		return a.String()
 	}
-	fmt.Printf("%s chat=%s ws=%s metrics=%s\n", ServeReadyPrefix, addr(s.Addr(), true), addr(s.WSAddr(), cfg.WSListen != ""), addr(s.MetricsAddr(), cfg.MetricsListen != ""))
+	fmt.Println(handshake.Serve{Chat: addr(s.Addr(), true), WS: addr(s.WSAddr(), cfg.WSListen != ""), Metrics: addr(s.MetricsAddr(), cfg.MetricsListen != "")}.Line())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	<-ctx.Done()

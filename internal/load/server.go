@@ -14,14 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/volanogo/volanogo/internal/handshake"
 	"github.com/volanogo/volanogo/internal/metrics"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/sysinfo"
 )
-
-// ServeReadyPrefix starts the line `volanogo serve` prints once it
-// listens (the same as internal/cli's): "... chat=ADDR ws=ADDR metrics=ADDR".
-const ServeReadyPrefix = "volanogo serve listening:"
 
 // serverSample is the server's state at one moment.
 type serverSample struct {
@@ -162,13 +159,13 @@ func startServe(ctx context.Context, argv []string, cpus int) (*spawned, error) 
 	if err := startPinned(s.cmd, cpus); err != nil {
 		return nil, fmt.Errorf("start server %q: %w", argv[0], err)
 	}
-	ready := make(chan string, 1)
+	ready := make(chan handshake.Serve, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		sent := false
 		for sc.Scan() {
-			if line := sc.Text(); !sent && strings.HasPrefix(line, ServeReadyPrefix) {
-				ready <- line
+			if hs, ok := handshake.ParseServe(sc.Text()); ok && !sent {
+				ready <- hs
 				sent = true
 			}
 		}
@@ -181,22 +178,12 @@ func startServe(ctx context.Context, argv []string, cpus int) (*spawned, error) 
 	timer := time.NewTimer(15 * time.Second)
 	defer timer.Stop()
 	select {
-	case line, ok := <-ready:
+	case hs, ok := <-ready:
 		if !ok {
 			<-s.exited
 			return nil, fmt.Errorf("server %q exited before it was ready: %s", argv[0], s.stderr)
 		}
-		for _, f := range strings.Fields(strings.TrimPrefix(line, ServeReadyPrefix)) {
-			k, v, _ := strings.Cut(f, "=")
-			switch k {
-			case "chat":
-				s.chat = v
-			case "ws":
-				s.ws = v
-			case "metrics":
-				s.metrics = v
-			}
-		}
+		s.chat, s.ws, s.metrics = hs.Chat, hs.WS, hs.Metrics
 		return s, nil
 	case <-timer.C:
 		s.stop()
