@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -14,13 +15,16 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/volanogo/volanogo/internal/load"
+	"github.com/volanogo/volanogo/internal/campaign"
+	"github.com/volanogo/volanogo/internal/loadtext"
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/swarm"
 )
 
 func init() { register(newLoadCmd) }
 
-// runLoad is the engine; tests replace it.
-var runLoad = load.Run
+// runCampaign is the engine; tests replace it.
+var runCampaign = campaign.Run
 
 // markInt is an integer option of Mark's: a bad value is kept and refused
 // after parsing with Mark's message ("-rooms: value is not an integer
@@ -122,17 +126,16 @@ type loadOptions struct {
 	batchReads, strictOrder    bool
 	cpuprofile                 string
 	seed                       int64
-	// issue 5: shards, processes, churn, the server's processors
+	// shards, processes, churn, the server's processors
 	shard, runID, startAt string
-	startBarrier          bool
 	procs, scenario       string
 	serverCPUs            []int
 }
 
 func newLoadCmd(io *IO) *cobra.Command {
 	o := &loadOptions{}
-	o.port.v, o.start.v, o.users.v, o.count.v = load.DefaultPort, load.DefaultStart, load.DefaultUsers, load.DefaultCount
-	o.rooms.steps = []int{load.DefaultRooms}
+	o.port.v, o.start.v, o.users.v, o.count.v = campaign.DefaultPort, campaign.DefaultStart, swarm.DefaultUsers, swarm.DefaultCount
+	o.rooms.steps = []int{campaign.DefaultRooms}
 	cmd := &cobra.Command{
 		Use:   "load",
 		Short: "Run the VolanoMark client swarm against a chat server and print the score",
@@ -195,26 +198,26 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.host, "host", load.DefaultHost, "server host")
+	f.StringVar(&o.host, "host", campaign.DefaultHost, "server host")
 	f.Var(&o.port, "port", "server port")
 	f.Var(&o.start, "start", "first room number (rooms are Room<start>...)")
 	f.Var(&o.rooms, "rooms", "number of rooms; a list (15,30,45) runs the steps of a scalability test")
 	f.Var(&o.users, "users", "users per room (at least 2)")
 	f.Var(&o.count, "count", "messages each user sends (0: no limit, give --duration)")
 	f.Var(&o.pause, "pause", "pause between a user's messages: seconds, or a duration such as 250ms (0: turn-taking)")
-	f.StringVar(&o.file, "file", load.DefaultFile, "text log of the results, with the environment (empty: none)")
+	f.StringVar(&o.file, "file", defaultMarkFile, "text log of the results, with the environment (empty: none)")
 	f.BoolVar(&o.markRun, "run", false, "accepted for Mark's compatibility")
 	_ = f.MarkHidden("run")
-	f.StringVar(&o.transport, "transport", load.TransportTCP, "tcp, or ws (WebSocket, with --url)")
+	f.StringVar(&o.transport, "transport", swarm.TransportTCP, "tcp, or ws (WebSocket, with --url)")
 	f.StringVar(&o.url, "url", "", "WebSocket URL of the server (ws://host:port/chat)")
-	f.StringVarP(&o.output, "output", "o", "", "result document: a file, or a directory for one file per run")
+	f.StringVarP(&o.output, "output", "o", "", "result document: a file, a directory for one file per run, or - for standard output (one JSON line per run; the text then goes to standard error)")
 	f.StringVar(&o.label, "label", "", "platform name for 'volanogo report' (default: the server)")
 	f.DurationVar(&o.duration, "duration", 0, "end the run after this long (with -count 0 or -pause)")
 	f.Float64Var(&o.connectRate, "connect-rate", 0, "new connections per second (0: unlimited)")
-	f.IntVar(&o.connectConcurrency, "connect-concurrency", load.DefaultConnectConcurrency, "rooms connecting at once (the users of a room connect in order)")
-	f.DurationVar(&o.stall, "stall-timeout", load.DefaultStallTimeout, "fail a room that makes no progress for this long; bounds each wait of the set-up")
+	f.IntVar(&o.connectConcurrency, "connect-concurrency", swarm.DefaultConnectConcurrency, "rooms connecting at once (the users of a room connect in order)")
+	f.DurationVar(&o.stall, "stall-timeout", swarm.DefaultStallTimeout, "fail a room that makes no progress for this long; bounds each wait of the set-up")
 	f.StringSliceVar(&o.bind, "bind", nil, "source addresses, round-robin: a list, range (127.0.0.1-127.0.0.9) or prefix (127.0.1.0/24)")
-	f.DurationVar(&o.slo, "slo", load.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
+	f.DurationVar(&o.slo, "slo", swarm.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
 	f.BoolVar(&o.strictOrder, "strict-order", false, "fail a run when a chat reaches a user after a later chat of its room (by default reordering is counted and reported; volanogo serve keeps each room's order)")
 	f.BoolVar(&o.batchReads, "batch-reads", false, "turn-taking over TCP (Linux): wake each user once per turn (SO_RCVLOWAT); less client CPU, delivery latency of turn-giving messages only")
 	f.BoolVar(&o.keepGoing, "keep-going", false, "paced sweeps: run the next steps after a broken one")
@@ -222,7 +225,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.BoolVar(&o.serve, "serve", false, "start a fresh 'volanogo serve' on a free loopback port for each run")
 	f.StringVar(&o.serverCmd, "server-cmd", "", "start this server command for each run; {port} is replaced by a free port")
 	f.IntVar(&o.runs, "runs", 0, "runs per step (default 1; 4 for turn-taking with --serve or --server-cmd)")
-	f.IntVar(&o.discard, "discard", load.DefaultDiscard, "runs not counted at the start of each step")
+	f.IntVar(&o.discard, "discard", results.DefaultRunRule.Discard, "runs not counted at the start of each step")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
 	f.BoolVar(&o.progress, "progress", false, "progress on stderr even when it is not a terminal")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the client to this file")
@@ -232,89 +235,103 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.StringVar(&o.shard, "shard", "", "run shard I of N (I/N, 0-based): a contiguous block of each step's rooms, whole rooms only")
 	f.StringVar(&o.runID, "run-id", "", "the run's id, shared by its shards (default: a new one per run)")
 	f.StringVar(&o.startAt, "start-at", "", "start the timed phase at this wall-clock time (RFC 3339), after the set-up")
-	f.BoolVar(&o.startBarrier, "start-barrier", false, "shard of --procs: report ready on stdout, read the start time on stdin")
-	_ = f.MarkHidden("start-barrier")
 	f.StringVar(&o.procs, "procs", "", "run each run as N shard processes and merge them; auto: enough that none passes its open-files limit (default: one process, or auto for a step one process cannot hold)")
 	f.StringVar(&o.scenario, "scenario", "", "turns or paced (from -pause), or churn: each user connects, enters, chats once, exits and closes, -count times")
 	f.IntSliceVar(&o.serverCPUs, "server-cpus", nil, "run each step once per processor count, the spawned server restricted to that many (--serve, --server-cmd)")
 	return cmd
 }
 
-// config checks the options and makes the engine's configuration.
-func (o *loadOptions) config() (load.Config, error) {
+// exitInterrupted is the exit status of an interrupted command: 128 +
+// SIGINT, as shells report a command that Ctrl-C stopped.
+const exitInterrupted = 130
+
+// defaultMarkFile is Mark's -file.
+const defaultMarkFile = "volano-mark.log"
+
+// config checks the options and makes the campaign's configuration.
+func (o *loadOptions) config() (campaign.Config, error) {
 	usage := func(format string, args ...any) error { return &UsageError{Err: fmt.Errorf(format, args...)} }
 	for _, m := range []struct {
 		name string
 		v    *markInt
 	}{{"port", &o.port}, {"start", &o.start}, {"users", &o.users}, {"count", &o.count}} {
 		if m.v.bad != "" {
-			return load.Config{}, usage("-%s: value is not an integer (%s)", m.name, m.v.bad)
+			return campaign.Config{}, usage("-%s: value is not an integer (%s)", m.name, m.v.bad)
 		}
 	}
 	if o.rooms.bad != "" {
-		return load.Config{}, usage("-rooms: value is not an integer (%s)", o.rooms.bad)
+		return campaign.Config{}, usage("-rooms: value is not an integer (%s)", o.rooms.bad)
 	}
 	if o.pause.bad != "" {
-		return load.Config{}, usage("-pause: value is not an integer or a duration (%s)", o.pause.bad)
+		return campaign.Config{}, usage("-pause: value is not an integer or a duration (%s)", o.pause.bad)
 	}
 	if o.users.v < 2 {
-		return load.Config{}, usage("-users: value must be at least 2 (%d)", o.users.v)
+		return campaign.Config{}, usage("-users: value must be at least 2 (%d)", o.users.v)
 	}
 	if o.start.v < 0 {
-		return load.Config{}, usage("-start: value must not be negative (%d)", o.start.v)
+		return campaign.Config{}, usage("-start: value must not be negative (%d)", o.start.v)
 	}
 	if o.runs < 0 {
-		return load.Config{}, usage("--runs: must not be negative (%d)", o.runs)
+		return campaign.Config{}, usage("--runs: must not be negative (%d)", o.runs)
 	}
 	if o.discard < 0 {
-		return load.Config{}, usage("--discard: must not be negative (%d)", o.discard)
+		return campaign.Config{}, usage("--discard: must not be negative (%d)", o.discard)
 	}
-	cfg := load.Config{
-		Host:               o.host,
-		Port:               o.port.v,
-		Transport:          o.transport,
-		URL:                o.url,
-		Start:              o.start.v,
-		Steps:              o.rooms.steps,
-		Users:              o.users.v,
-		Count:              o.count.v,
-		Pause:              o.pause.d,
-		Duration:           o.duration,
-		ConnectRate:        o.connectRate,
-		ConnectConcurrency: o.connectConcurrency,
-		StallTimeout:       o.stall,
-		Bind:               o.bind,
-		SLO:                o.slo,
-		KeepGoing:          o.keepGoing,
-		BatchReads:         o.batchReads,
-		StrictOrder:        o.strictOrder,
-		ServerMetrics:      o.serverMetrics,
-		Serve:              o.serve,
-		ServerCmd:          o.serverCmd,
-		Runs:               o.runs,
-		Discard:            o.discard,
-		File:               o.file,
-		Output:             o.output,
-		Label:              o.label,
-		CPUProfile:         o.cpuprofile,
-		Seed:               o.seed,
-		RunID:              o.runID,
-		Scenario:           o.scenario,
-		ServerCPUs:         o.serverCPUs,
+	if o.cpuprofile != "" && strings.TrimSpace(o.procs) != "" {
+		return campaign.Config{}, usage("--cpuprofile profiles one process: not with --procs")
+	}
+	cfg := campaign.Config{
+		Spec: swarm.Spec{
+			Scenario:           o.scenario,
+			Users:              o.users.v,
+			Count:              o.count.v,
+			Pause:              o.pause.d,
+			Duration:           o.duration,
+			ConnectRate:        o.connectRate,
+			ConnectConcurrency: o.connectConcurrency,
+			StallTimeout:       o.stall,
+			Bind:               o.bind,
+			SLO:                o.slo,
+			BatchReads:         o.batchReads,
+			StrictOrder:        o.strictOrder,
+			Seed:               o.seed,
+		},
+		Host:          o.host,
+		Port:          o.port.v,
+		Transport:     o.transport,
+		URL:           o.url,
+		Start:         o.start.v,
+		Steps:         o.rooms.steps,
+		KeepGoing:     o.keepGoing,
+		ServerMetrics: o.serverMetrics,
+		Serve:         o.serve,
+		ServerCmd:     o.serverCmd,
+		Runs:          o.runs,
+		Discard:       o.discard,
+		Label:         o.label,
+		RunID:         o.runID,
+		ServerCPUs:    o.serverCPUs,
+	}
+	if o.serve {
+		argv, err := serveCommand(o.transport == swarm.TransportWS)
+		if err != nil {
+			return campaign.Config{}, err
+		}
+		cfg.ServeCommand = argv
 	}
 	if o.shard != "" {
 		i, n, ok := strings.Cut(o.shard, "/")
 		si, err1 := strconv.Atoi(strings.TrimSpace(i))
 		sn, err2 := strconv.Atoi(strings.TrimSpace(n))
 		if !ok || err1 != nil || err2 != nil || sn < 1 || si < 0 || si >= sn {
-			return load.Config{}, usage("--shard: %q is not I/N with 0 <= I < N", o.shard)
+			return campaign.Config{}, usage("--shard: %q is not I/N with 0 <= I < N", o.shard)
 		}
 		cfg.ShardIndex, cfg.ShardCount = si, sn
 	}
 	if o.startAt != "" {
 		t, err := time.Parse(time.RFC3339, strings.TrimSpace(o.startAt))
 		if err != nil {
-			return load.Config{}, usage("--start-at: %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", o.startAt)
+			return campaign.Config{}, usage("--start-at: %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", o.startAt)
 		}
 		cfg.StartAt = t
 	}
@@ -324,15 +341,29 @@ func (o *loadOptions) config() (load.Config, error) {
 		// open-files limit is split into enough processes.
 		cfg.SplitWhenNeeded = true
 	case "auto":
-		cfg.Procs = load.ProcsAuto
+		cfg.Procs = campaign.ProcsAuto
 	default:
 		v, err := strconv.Atoi(p)
 		if err != nil || v < 1 {
-			return load.Config{}, usage("--procs: %q is not a number of processes or auto", o.procs)
+			return campaign.Config{}, usage("--procs: %q is not a number of processes or auto", o.procs)
 		}
 		cfg.Procs = v
 	}
 	return cfg, nil
+}
+
+// serveCommand is this executable's serve command on loopback ports
+// chosen by the kernel (--serve).
+func serveCommand(ws bool) ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--serve: find this executable: %w", err)
+	}
+	argv := []string{exe, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}
+	if ws {
+		argv = append(argv, "--ws-listen", "127.0.0.1:0")
+	}
+	return argv, nil
 }
 
 func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
@@ -341,19 +372,38 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 		return err
 	}
 	cfg.CommandLine = commandLine(cmd)
-	if !o.quiet && (o.progress || isTerminal(io.Err)) {
-		cfg.Progress = io.Err
+	sink, err := newLoadSink(io, o, cfg)
+	if err != nil {
+		return err
 	}
-	if o.startBarrier {
-		cfg.Gate = load.StdioGate(io.In, io.Out)
+	defer sink.close()
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
-	_, err = runLoad(cmd.Context(), cfg, io.Out)
+	res, err := runCampaign(cmd.Context(), cfg, sink)
+	sink.progress.end()
+	if res != nil && sink.many && len(res.Steps) > 0 {
+		loadtext.Summary(sink.text, res.Steps)
+	}
+	if werr := sink.close(); werr != nil && err == nil {
+		err = werr
+	}
 	switch {
 	case err == nil:
 		return nil
-	case load.IsUsage(err):
+	case campaign.IsUsage(err):
 		return &UsageError{Err: err}
-	case errors.Is(err, load.ErrFailed), errors.Is(err, load.ErrInterrupted):
+	case errors.Is(err, campaign.ErrInterrupted):
+		return &ExitError{Code: exitInterrupted}
+	case errors.Is(err, campaign.ErrFailed):
 		return &ExitError{Code: 1}
 	}
 	return err

@@ -1,7 +1,12 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/volanogo/volanogo/internal/campaign"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
 )
@@ -35,35 +41,35 @@ func TestMain(m *testing.M) {
 			}
 		}
 		args := os.Args[1:]
-		if bad := os.Getenv("VOLANOGO_TEST_BAD_SHARD"); bad != "" {
+		var in io.Reader = os.Stdin
+		if bad := os.Getenv("VOLANOGO_TEST_BAD_SHARD"); bad != "" && len(args) > 0 && args[0] == "shard" {
 			shard, port, _ := strings.Cut(bad, ":")
-			args = badShard(args, shard, port)
+			in = badShard(os.Stdin, shard, port)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := Main(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+		code := Main(ctx, args, in, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
 
-func badShard(args []string, shard, port string) []string {
-	is := false
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--shard" && args[i+1] == shard {
-			is = true
+// badShard points shard I/N (its spec is the first line of in) at PORT on
+// loopback, where nothing listens.
+func badShard(in io.Reader, shard, port string) io.Reader {
+	rd := bufio.NewReader(in)
+	line, err := rd.ReadBytes('\n')
+	if err != nil {
+		return io.MultiReader(bytes.NewReader(line), rd)
+	}
+	var spec campaign.ShardSpec
+	if json.Unmarshal(line, &spec) == nil && fmt.Sprintf("%d/%d", spec.Index, spec.Count) == shard {
+		spec.Target.Addr = "127.0.0.1:" + port
+		if b, err := json.Marshal(spec); err == nil {
+			line = append(b, '\n')
 		}
 	}
-	if !is {
-		return args
-	}
-	out := append([]string(nil), args...)
-	for i := 0; i+1 < len(out); i++ {
-		if out[i] == "--port" {
-			out[i+1] = port
-		}
-	}
-	return out
+	return io.MultiReader(bytes.NewReader(line), rd)
 }
 
 func startTestServer(t *testing.T) *server.Server {
@@ -174,7 +180,7 @@ func TestLoadScaleOutFlags(t *testing.T) {
 			case "--procs":
 				assert.Equal(t, -1, got.Procs)
 			case "--scenario":
-				assert.Equal(t, "churn", got.Scenario)
+				assert.Equal(t, "churn", got.Spec.Scenario)
 				assert.Equal(t, []int{1, 2}, got.ServerCPUs)
 			}
 		})
@@ -193,7 +199,7 @@ func TestLoadProcsInterrupted(t *testing.T) {
 	start := time.Now()
 	code := Main(ctx, []string{"load", "--procs", "2", "-host", host, "-port", port, "-rooms", "2", "-users", "2", "-count", "0",
 		"-pause", "50ms", "--duration", "1h", "-file", "", "-o", doc}, nil, &out, &errb)
-	assert.Equal(t, 1, code, "%s\n%s", out.String(), errb.String())
+	assert.Equal(t, 130, code, "an interrupted command exits 128 + SIGINT: %s\n%s", out.String(), errb.String())
 	assert.Less(t, time.Since(start), 20*time.Second)
 	assert.Contains(t, out.String(), "Test interrupted.")
 	d, err := results.ReadFile(doc)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 	"testing"
@@ -13,22 +12,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/volanogo/volanogo/internal/load"
+	"github.com/volanogo/volanogo/internal/campaign"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
+	"github.com/volanogo/volanogo/internal/swarm"
 )
 
 // fakeLoad replaces the engine for the duration of a test and records the
 // configuration it is given.
-func fakeLoad(t *testing.T, err error) *load.Config {
+func fakeLoad(t *testing.T, err error) *campaign.Config {
 	t.Helper()
-	var got load.Config
-	old := runLoad
-	runLoad = func(_ context.Context, cfg load.Config, _ io.Writer) (*load.Result, error) {
+	var got campaign.Config
+	old := runCampaign
+	runCampaign = func(_ context.Context, cfg campaign.Config, _ campaign.Sink) (*campaign.Result, error) {
 		got = cfg
-		return &load.Result{}, err
+		return &campaign.Result{}, err
 	}
-	t.Cleanup(func() { runLoad = old })
+	t.Cleanup(func() { runCampaign = old })
 	return &got
 }
 
@@ -36,26 +36,25 @@ func TestLoadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
 		code  int
-		check func(t *testing.T, c load.Config)
+		check func(t *testing.T, c campaign.Config)
 		err   string
 	}{
-		{args: []string{"-rooms", "105"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, []int{105}, c.Steps) }},
-		{args: []string{"--rooms", "105"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, []int{105}, c.Steps) }},
-		{args: []string{"-rooms=105"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, []int{105}, c.Steps) }},
-		{args: []string{"-rooms", "15,30,45"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, []int{15, 30, 45}, c.Steps) }},
-		{args: []string{"-pause", "2"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, 2*time.Second, c.Pause) }},
-		{args: []string{"-pause", "250ms"}, check: func(t *testing.T, c load.Config) { assert.Equal(t, 250*time.Millisecond, c.Pause) }},
-		{args: []string{}, check: func(t *testing.T, c load.Config) {
+		{args: []string{"-rooms", "105"}, check: func(t *testing.T, c campaign.Config) { assert.Equal(t, []int{105}, c.Steps) }},
+		{args: []string{"--rooms", "105"}, check: func(t *testing.T, c campaign.Config) { assert.Equal(t, []int{105}, c.Steps) }},
+		{args: []string{"-rooms=105"}, check: func(t *testing.T, c campaign.Config) { assert.Equal(t, []int{105}, c.Steps) }},
+		{args: []string{"-rooms", "15,30,45"}, check: func(t *testing.T, c campaign.Config) { assert.Equal(t, []int{15, 30, 45}, c.Steps) }},
+		{args: []string{"-pause", "2"}, check: func(t *testing.T, c campaign.Config) { assert.Equal(t, 2*time.Second, c.Spec.Pause) }},
+		{args: []string{"-pause", "250ms"}, check: func(t *testing.T, c campaign.Config) { assert.Equal(t, 250*time.Millisecond, c.Spec.Pause) }},
+		{args: []string{}, check: func(t *testing.T, c campaign.Config) {
 			assert.Equal(t, "localhost", c.Host)
 			assert.Equal(t, 8000, c.Port)
 			assert.Equal(t, 1, c.Start)
 			assert.Equal(t, []int{50}, c.Steps)
-			assert.Equal(t, 20, c.Users)
-			assert.Equal(t, 100, c.Count)
-			assert.Zero(t, c.Pause)
-			assert.Equal(t, "volano-mark.log", c.File)
-			assert.Equal(t, 30*time.Second, c.StallTimeout)
-			assert.Equal(t, time.Second, c.SLO)
+			assert.Equal(t, 20, c.Spec.Users)
+			assert.Equal(t, 100, c.Spec.Count)
+			assert.Zero(t, c.Spec.Pause)
+			assert.Equal(t, 30*time.Second, c.Spec.StallTimeout)
+			assert.Equal(t, time.Second, c.Spec.SLO)
 			assert.Zero(t, c.Runs)
 			assert.Equal(t, 1, c.Discard)
 			assert.Zero(t, c.Procs)
@@ -65,16 +64,25 @@ func TestLoadFlags(t *testing.T) {
 			"-file", "x.log", "-run", "--transport", "ws", "--url", "ws://h:1/chat", "-o", "out/", "--label", "L",
 			"--connect-rate", "100", "--connect-concurrency", "4", "--stall-timeout", "2s", "--bind", "127.0.0.2,127.0.0.3",
 			"--slo", "50ms", "--server-metrics", "http://h/metrics", "-runs", "4", "--discard", "2", "--quiet"},
-			check: func(t *testing.T, c load.Config) {
-				assert.Equal(t, load.Config{Host: "example.org", Port: 8001, Start: 3, Steps: []int{50}, Users: 5, Count: 0,
-					Duration: 5 * time.Second, File: "x.log", Transport: "ws", URL: "ws://h:1/chat", Output: "out/", Label: "L",
-					ConnectRate: 100, ConnectConcurrency: 4, StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"},
-					SLO: 50 * time.Millisecond, ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2, SplitWhenNeeded: true,
-					CommandLine: c.CommandLine}, c)
+			check: func(t *testing.T, c campaign.Config) {
+				assert.Equal(t, campaign.Config{Host: "example.org", Port: 8001, Start: 3, Steps: []int{50},
+					Spec: swarm.Spec{Users: 5, Count: 0, Duration: 5 * time.Second, ConnectRate: 100, ConnectConcurrency: 4,
+						StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"}, SLO: 50 * time.Millisecond},
+					Transport: "ws", URL: "ws://h:1/chat", Label: "L", ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2,
+					SplitWhenNeeded: true, CommandLine: c.CommandLine}, c)
 			}},
-		{args: []string{"--serve", "--server-cmd", "x {port}"}, check: func(t *testing.T, c load.Config) {
+		{args: []string{"--serve", "--server-cmd", "x {port}"}, check: func(t *testing.T, c campaign.Config) {
 			assert.True(t, c.Serve)
 			assert.Equal(t, "x {port}", c.ServerCmd)
+			require.Len(t, c.ServeCommand, 6, "this executable's serve, on ports the kernel chooses")
+			assert.Equal(t, []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, c.ServeCommand[1:])
+		}},
+		{args: []string{"--serve", "--transport", "ws"}, check: func(t *testing.T, c campaign.Config) {
+			assert.Contains(t, c.ServeCommand, "--ws-listen")
+		}},
+		{args: []string{"--strict-order", "--batch-reads"}, check: func(t *testing.T, c campaign.Config) {
+			assert.True(t, c.Spec.StrictOrder)
+			assert.True(t, c.Spec.BatchReads)
 		}},
 		{args: []string{"-rooms", "abc"}, code: 2, err: "-rooms: value is not an integer (abc)"},
 		{args: []string{"-users", "x"}, code: 2, err: "-users: value is not an integer (x)"},
@@ -108,9 +116,10 @@ func TestLoadExitCodes(t *testing.T) {
 		code int
 	}{
 		{nil, 0},
-		{load.ErrFailed, 1},
-		{load.ErrInterrupted, 1},
-		{&load.ConfigError{Err: errors.New("-count 0 runs forever: give --duration")}, 2},
+		{campaign.ErrFailed, 1},
+		{campaign.ErrInterrupted, 130},
+		{&campaign.ConfigError{Err: errors.New("-count 0 runs forever: give --duration")}, 2},
+		{&swarm.ConfigError{Err: errors.New("count 0 runs forever: give a duration")}, 2},
 		{errors.New("disk full"), 1},
 	} {
 		fakeLoad(t, tc.err)

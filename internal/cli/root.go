@@ -1,6 +1,8 @@
 // Package cli wires volanogo's commands to its engines. Each command binds
 // its flags into an options struct and calls one engine (internal/server,
-// internal/load, internal/report); no benchmark logic lives here.
+// internal/campaign, internal/report); no benchmark logic lives here. The
+// CLI owns what the engines must not touch: files (-o, -file, profiles),
+// the terminal (progress) and the process's exit status.
 //
 // Commands register themselves from their own files with register, so that
 // adding a command never edits this one.

@@ -3,7 +3,10 @@
 //
 // A `volanogo serve` prints one line on its standard output once every
 // listener is open (Serve), so that a parent that started it on ports
-// chosen by the kernel (`volanogo load --serve`) learns them.
+// chosen by the kernel (`volanogo load --serve`) learns them. A shard
+// process of `volanogo load --procs` and its parent speak the shard
+// protocol (shard.go): the spec in, ready, a common start, progress, the
+// end of the timed phase and the result document out.
 package handshake
 
 import "strings"

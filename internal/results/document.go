@@ -71,6 +71,9 @@ type Document struct {
 	Connections Connections `json:"connections"`
 	// Failures are counted by kind, each with its first example.
 	Failures []Failure `json:"failures,omitempty"`
+	// Warnings say what the run could not measure or report and why (the
+	// server's metrics could not be read, say); they do not fail it.
+	Warnings []string `json:"warnings,omitempty"`
 
 	// Client is the resource use of the load process over the timed phase.
 	Client Usage `json:"client"`

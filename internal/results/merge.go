@@ -3,6 +3,7 @@ package results
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -136,6 +137,11 @@ func Merge(shards []*Document) (*Document, error) {
 
 		for _, f := range d.Failures {
 			fs.add(f)
+		}
+		for _, w := range d.Warnings {
+			if !slices.Contains(m.Warnings, w) && len(m.Warnings) < MaxWarnings {
+				m.Warnings = append(m.Warnings, w)
+			}
 		}
 		if d.Timeline != nil {
 			timelines = append(timelines, TimelineAt{Start: d.TimedStart, Timeline: d.Timeline})

@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// MarkVersion is the VolanoMark version: what Mark prints and sends in its
+// Access requests, and what volanogo's client does too.
+const MarkVersion = "2.13.4"
+
 // MarkScore is Mark's "Average throughput" (protocol sheet §10.5): seconds
 // = float32(elapsedMillis) / 1000 and score = Java Math.round(float32(total)
 // / seconds), all in 32-bit float arithmetic, rounding half up and

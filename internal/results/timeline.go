@@ -120,6 +120,22 @@ func (r *TimelineRecorder) Timeline() *Timeline {
 	return coarsen(&Timeline{IntervalSeconds: 1, Sent: sent, Received: received}, MaxTimelinePoints)
 }
 
+// Totals is the messages counted so far, without building a timeline. It
+// may be called while counting goes on.
+func (r *TimelineRecorder) Totals() (sent, received int64) {
+	last := r.last.Load()
+	for i := int64(0); i <= last; i++ {
+		c := r.chunks[i/chunkSeconds].Load()
+		if c == nil {
+			i += chunkSeconds - 1 - i%chunkSeconds
+			continue
+		}
+		sent += c[i%chunkSeconds].sent.Load()
+		received += c[i%chunkSeconds].received.Load()
+	}
+	return sent, received
+}
+
 // coarsen doubles t's interval, adding pairs of points, until it has at most
 // max points. It reuses t's slices.
 func coarsen(t *Timeline, max int) *Timeline {

@@ -143,3 +143,16 @@ func TestMergeTimelinesOddInput(t *testing.T) {
 	assert.Equal(t, int64(1), m.Sent[0])
 	assert.Equal(t, int64(1), m.Sent[len(m.Sent)-1])
 }
+
+func TestTimelineTotals(t *testing.T) {
+	r := NewTimelineRecorder(time.Unix(0, 0))
+	s, rc := r.Totals()
+	assert.Zero(t, s)
+	assert.Zero(t, rc)
+	r.AddElapsed(0, 2, 3)
+	r.AddElapsed(5*time.Second, 1, 0)
+	r.AddElapsed(3000*time.Second, 0, 4) // a later chunk
+	s, rc = r.Totals()
+	assert.Equal(t, int64(3), s)
+	assert.Equal(t, int64(7), rc)
+}

@@ -15,6 +15,8 @@ const (
 	// MaxFailures bounds Document.Failures (a FailureSet keeps at most
 	// MaxFailureKinds+1).
 	MaxFailures = 1024
+	// MaxWarnings bounds Document.Warnings.
+	MaxWarnings = 64
 )
 
 // Validate checks what a reader relies on: a known schema, a run id,
@@ -101,6 +103,9 @@ func (d *Document) Validate() error {
 			bad("failures[%d] has no kind", i)
 		}
 		nonNeg(fmt.Sprintf("failures[%d].count", i), f.Count)
+	}
+	if len(d.Warnings) > MaxWarnings {
+		bad("%d warnings (at most %d)", len(d.Warnings), MaxWarnings)
 	}
 	nonNegF("client.cpu_user_seconds", d.Client.CPUUserSeconds)
 	nonNegF("client.cpu_system_seconds", d.Client.CPUSystemSeconds)

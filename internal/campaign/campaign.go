@@ -1,0 +1,502 @@
+package campaign
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/volanogo/volanogo/internal/buildinfo"
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/swarm"
+	"github.com/volanogo/volanogo/internal/sysinfo"
+)
+
+// Sink receives a campaign's runs as they happen: the caller (the CLI)
+// prints them, writes the documents and shows progress. Its methods are
+// called from the goroutine that called Run.
+type Sink interface {
+	// RunStarting is called before each run.
+	RunStarting(r RunInfo)
+	// Progress is called when a run's phase changes; progress may be
+	// called from any goroutine until the next call of Progress or
+	// RunDone.
+	Progress(progress func() Progress)
+	// RunDone is called with each run's complete document; an error stops
+	// the campaign.
+	RunDone(r RunInfo, d *results.Document) error
+	// SweepStopped is called when a paced sweep stops at a broken step
+	// (see Config.KeepGoing).
+	SweepStopped(s Step)
+}
+
+// RunInfo places a run within the campaign.
+type RunInfo struct {
+	// Rooms is the step; CPUs the processors the server was restricted to
+	// (0: not restricted).
+	Rooms, CPUs int
+	// Run is the 1-based run number of Runs in the step; Discarded says
+	// whether the run rule does not count it.
+	Run, Runs int
+	Discarded bool
+	// Many is true when the campaign has more than one run.
+	Many bool
+}
+
+// Progress is what a run in progress shows: the swarm's snapshot (summed
+// over the shards when the run has shard processes) and the shards'.
+type Progress struct {
+	swarm.Snapshot
+	// Shards is the number of shard processes (0: the run is in this
+	// process); ShardsReady of them have set up, ShardsEnded have ended
+	// their timed phase.
+	Shards, ShardsReady, ShardsEnded int
+}
+
+// Step is one step (room count and server processors) with its runs
+// under the run rule.
+type Step struct {
+	Rooms, CPUs int
+	Docs        []*results.Document
+	// Tally is the run rule applied to the counted runs.
+	Tally results.Tally
+	// Passed: every run of the step passed (discarded runs too).
+	Passed bool
+}
+
+// Result is what Run did: every step with its runs.
+type Result struct {
+	Steps []Step
+}
+
+// environment is this machine's, collected once.
+var (
+	environment     results.Environment
+	environmentOnce sync.Once
+)
+
+// Environment is the machine the campaign runs on (collected once).
+func Environment() results.Environment {
+	environmentOnce.Do(func() { environment = sysinfo.Collect() })
+	return environment
+}
+
+// runSpec is one run of a step.
+type runSpec struct {
+	rooms, cpus, run int
+	runID            string
+	// startAt is Config.StartAt for the first run, zero for the others.
+	startAt time.Time
+}
+
+// Run runs the configured steps, each with its runs, and hands every run
+// to sink. It returns ErrFailed when a run failed, ErrInterrupted when ctx
+// ended it, a usage error (IsUsage) for a configuration it refuses, and
+// other errors when it could not run at all or the sink failed.
+func Run(ctx context.Context, cfg Config, sink Sink) (*Result, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	Environment()
+	res := &Result{}
+	failed, interrupted := false, false
+	cpuList := cfg.ServerCPUs
+	if len(cpuList) == 0 {
+		cpuList = []int{0}
+	}
+	many := len(cfg.Steps)*len(cpuList) > 1 || cfg.Runs > 1
+	first := true
+steps:
+	for _, rooms := range cfg.Steps {
+		for _, cpus := range cpuList {
+			var docs []*results.Document
+			stop := false
+			for run := 1; run <= cfg.Runs; run++ {
+				if ctx.Err() != nil {
+					interrupted = true
+					break steps
+				}
+				info := RunInfo{Rooms: rooms, CPUs: cpus, Run: run, Runs: cfg.Runs, Discarded: run <= cfg.Discard, Many: many}
+				sink.RunStarting(info)
+				spec := runSpec{rooms: rooms, cpus: cpus, run: run, runID: cfg.runID(rooms, cpus, run, many)}
+				if first {
+					spec.startAt = cfg.StartAt
+				}
+				first = false
+				doc, err := runStep(ctx, &cfg, spec, sink)
+				if err != nil {
+					return res, err
+				}
+				doc.Step, doc.Run, doc.Discarded = rooms, run, info.Discarded && many
+				if err := sink.RunDone(info, doc); err != nil {
+					return res, err
+				}
+				docs = append(docs, doc)
+				if doc.Interrupted {
+					interrupted, stop = true, true
+					break
+				}
+				if !doc.Passed || (doc.Paced != nil && doc.Paced.Broken) {
+					failed = true
+				}
+				if hasKind(doc, results.FailServerStart) {
+					stop = true
+					break
+				}
+			}
+			step := summarize(rooms, cpus, docs)
+			res.Steps = append(res.Steps, step)
+			if stop {
+				break steps
+			}
+			if cfg.Spec.Pause > 0 && !step.Passed && !cfg.KeepGoing && len(cfg.Steps)*len(cpuList) > 1 {
+				sink.SweepStopped(step)
+				break steps
+			}
+		}
+	}
+	switch {
+	case interrupted:
+		return res, ErrInterrupted
+	case failed:
+		return res, ErrFailed
+	}
+	return res, nil
+}
+
+// summarize applies the Volano Report's rule (results.DefaultRunRule; the
+// runs to discard are marked) to the runs of one step.
+func summarize(rooms, cpus int, docs []*results.Document) Step {
+	s := Step{Rooms: rooms, CPUs: cpus, Docs: docs, Passed: true}
+	for _, d := range docs {
+		if !results.RunPassed(d) {
+			s.Passed = false
+		}
+	}
+	rule := results.DefaultRunRule
+	rule.Discard = 0
+	counted, _, _ := rule.Counted(docs)
+	s.Tally = rule.Tally(counted)
+	return s
+}
+
+func hasKind(d *results.Document, kind string) bool {
+	for _, f := range d.Failures {
+		if f.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// runStep makes one run: it starts the server when asked, runs the
+// swarm (here or in shard processes) and stops the server.
+func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*results.Document, error) {
+	target := cfg.target()
+	var probe serverProbe
+	if cfg.ServerMetrics != "" {
+		probe = metricsProbe{url: cfg.ServerMetrics}
+	}
+	var srv *spawned
+	if cfg.spawned() {
+		var err error
+		if cfg.Serve {
+			srv, err = startServe(ctx, cfg.ServeCommand, spec.cpus)
+		} else {
+			srv, err = startServerCmd(ctx, cfg.ServerCmd, spec.cpus)
+		}
+		if err != nil {
+			return serverStartFailure(ctx, cfg, spec, err), nil
+		}
+		if testHookServerStarted != nil {
+			testHookServerStarted(srv.pid())
+		}
+		defer srv.stop()
+		if cfg.Transport == swarm.TransportWS {
+			target = swarm.Target{Transport: swarm.TransportWS, URL: "ws://" + srv.ws + "/chat"}
+		} else {
+			target = swarm.Target{Transport: swarm.TransportTCP, Addr: srv.chat}
+		}
+		switch {
+		case cfg.ServerMetrics != "":
+		case srv.metrics != "":
+			probe = metricsProbe{url: "http://" + srv.metrics + "/metrics"}
+		default:
+			probe = procProbe{pid: srv.pid()}
+		}
+	}
+	var doc *results.Document
+	var err error
+	switch {
+	case cfg.Procs != 0:
+		doc, err = runShards(ctx, cfg, cfg.Procs, spec, target, probe, sink)
+	case cfg.SplitWhenNeeded && cfg.ShardCount == 0 && cfg.Spec.Scenario != results.ScenarioChurn && autoProcs(spec.rooms, cfg.Spec.Users) > 1:
+		doc, err = runShards(ctx, cfg, ProcsAuto, spec, target, probe, sink)
+	default:
+		doc, err = runLocal(ctx, cfg, spec, target, probe, sink)
+	}
+	if doc != nil && srv != nil {
+		doc.Config.ServerCommand = srv.argv
+		if doc.Server != nil {
+			doc.Server.CPUs = sysinfo.ProcessCPUs(srv.pid())
+		}
+	}
+	return doc, err
+}
+
+// testHookServerStarted, when set, is called with the pid of each server
+// the campaign starts.
+var testHookServerStarted func(pid int)
+
+// serverStartFailure is the document of a run whose server did not start.
+func serverStartFailure(ctx context.Context, cfg *Config, spec runSpec, err error) *results.Document {
+	doc := &results.Document{Started: time.Now()}
+	doc.Ended, doc.TimedStart, doc.TimedEnd = doc.Started, doc.Started, doc.Started
+	doc.Interrupted = ctx.Err() != nil
+	kind := results.FailServerStart
+	if doc.Interrupted {
+		kind = results.FailOther
+	}
+	doc.Failures = []results.Failure{{Kind: kind, Count: 1, Example: err.Error(), At: time.Now()}}
+	cfg.identify(doc, spec, cfg.target())
+	doc.Derive()
+	return doc
+}
+
+// runLocal runs the swarm in this process, reading the server with probe
+// (nil: not at all) around its timed phase.
+func runLocal(ctx context.Context, cfg *Config, spec runSpec, target swarm.Target, probe serverProbe, sink Sink) (*results.Document, error) {
+	obs := &localObserver{ctx: ctx, probe: probe, sink: sink, startAt: spec.startAt}
+	var before serverSample
+	if probe != nil {
+		before = probe.sample(ctx)
+	}
+	s := cfg.Spec
+	s.Rooms = ShardRooms(cfg.Start, spec.rooms, cfg.ShardIndex, cfg.ShardCount)
+	doc, err := swarm.Run(ctx, s, target, obs)
+	if err != nil {
+		return nil, err
+	}
+	cfg.identify(doc, spec, target)
+	if doc.Shard != nil && !spec.startAt.IsZero() {
+		doc.Shard.StartAt = spec.startAt
+		doc.Shard.ClockOffsetSeconds = doc.TimedStart.Sub(spec.startAt).Seconds()
+	}
+	cfg.finish(ctx, doc, probe, before, obs.timed)
+	return doc, nil
+}
+
+// timedWindow is what the campaign read of the server over a timed phase:
+// a sample at its start and at its end, and when.
+type timedWindow struct {
+	start, end     serverSample
+	startAt, endAt time.Time
+}
+
+// localObserver is the swarm's observer for a run in this process: it
+// shows the run's progress, starts at startAt (or at once), and reads the
+// server when the timed phase starts and ends.
+type localObserver struct {
+	ctx     context.Context
+	probe   serverProbe
+	sink    Sink
+	startAt time.Time
+	timed   timedWindow
+}
+
+func (o *localObserver) Phase(ph swarm.Phase, p swarm.Progress) {
+	switch ph {
+	case swarm.PhaseSetup:
+		o.sink.Progress(func() Progress { return Progress{Snapshot: p.Snapshot()} })
+	case swarm.PhaseTimed:
+		o.timed.startAt = time.Now()
+		if o.probe != nil {
+			o.timed.start = o.probe.sample(o.ctx)
+		}
+	case swarm.PhaseEnded:
+		o.timed.endAt = time.Now()
+		if o.probe != nil {
+			o.timed.end = o.probe.sample(context.WithoutCancel(o.ctx))
+		}
+	}
+}
+
+func (o *localObserver) Start(context.Context) (time.Time, error) { return o.startAt, nil }
+
+// finish adds to a run's document what the campaign knows of the server:
+// its usage over the timed phase, what it left behind after a churn run,
+// whether it ran out of descriptors; then the verdicts that follow.
+func (c *Config) finish(ctx context.Context, doc *results.Document, probe serverProbe, before serverSample, w timedWindow) {
+	if probe != nil {
+		var after serverSample
+		if doc.Churn != nil && !doc.Interrupted {
+			after = settle(context.WithoutCancel(ctx), probe, before)
+		} else {
+			after = probe.sample(context.WithoutCancel(ctx))
+		}
+		doc.Server = nil
+		if w.start.ok && w.end.ok && !w.endAt.IsZero() {
+			doc.Server = serverUsage(w.start, w.end, w.endAt.Sub(w.startAt).Seconds(), doc.Counts.Total)
+			if after.ok {
+				doc.Server.RSSEndBytes = max(doc.Server.RSSEndBytes, after.rss)
+			}
+		}
+		if doc.Churn != nil && before.ok && after.ok && !doc.Interrupted {
+			leaks(doc.Churn, before, after)
+			if doc.Server != nil {
+				doc.Server.Goroutines, doc.Server.OpenFDs = after.goroutines, after.openFDs
+			}
+			if msg := leakFailure(doc.Churn); msg != "" {
+				addFailure(doc, results.Failure{Kind: results.FailLeak, Count: 1, Example: msg, At: time.Now()})
+			}
+		}
+		annotateFailures(doc.Failures, outOfFiles(before, after))
+		for _, s := range []serverSample{before, w.start, w.end, after} {
+			if s.err != nil {
+				doc.Warnings = appendWarning(doc.Warnings, "the server's usage is unknown: "+s.err.Error())
+				break
+			}
+		}
+	}
+	if doc.Paced != nil {
+		doc.Paced.Broken, doc.Paced.Reason = doc.PacedVerdict(c.Spec.SLO)
+	}
+	doc.Derive()
+}
+
+func appendWarning(ws []string, w string) []string {
+	for _, x := range ws {
+		if x == w {
+			return ws
+		}
+	}
+	return append(ws, w)
+}
+
+// identify fills what a run was: its id, label, the tool, the command
+// line, the machine, the configuration (the whole step, also in a shard)
+// and the shard.
+func (c *Config) identify(d *results.Document, spec runSpec, target swarm.Target) {
+	stamp(d, spec.runID)
+	d.Label = c.Label
+	if d.Label == "" {
+		d.Label = c.defaultLabel()
+	}
+	d.CommandLine = c.CommandLine
+	s := &c.Spec
+	d.Config = results.Config{
+		Scenario:            s.Scenario,
+		Transport:           target.Transport,
+		StartRoom:           c.Start,
+		Rooms:               spec.rooms,
+		Users:               s.Users,
+		Count:               s.Count,
+		PauseSeconds:        s.Pause.Seconds(),
+		DurationSeconds:     s.Duration.Seconds(),
+		ConnectRate:         s.ConnectRate,
+		ConnectConcurrency:  s.ConnectConcurrency,
+		StallTimeoutSeconds: s.StallTimeout.Seconds(),
+		SLOSeconds:          s.SLO.Seconds(),
+		Bind:                s.Bind,
+		ServerCPUs:          spec.cpus,
+	}
+	if target.Transport == swarm.TransportWS {
+		d.Config.URL = target.URL
+	} else {
+		host, port, _ := net.SplitHostPort(target.Addr)
+		d.Config.Host = host
+		d.Config.Port, _ = strconv.Atoi(port)
+	}
+	if c.ShardCount > 0 {
+		d.Shard = &results.Shard{Index: c.ShardIndex, Count: c.ShardCount,
+			Rooms: ShardRooms(c.Start, spec.rooms, c.ShardIndex, c.ShardCount)}
+	}
+}
+
+// stamp marks d as a document of this build of run runID (a new id when
+// empty), made on this machine.
+func stamp(d *results.Document, runID string) {
+	bi := buildinfo.Get()
+	d.Schema = results.SchemaVersion
+	d.RunID = runID
+	if d.RunID == "" {
+		d.RunID = newRunID()
+	}
+	d.Tool = results.Tool{Name: "volanogo", Version: orDevel(bi.Version), Commit: bi.Commit, GoVersion: bi.GoVersion}
+	d.Environment = Environment()
+}
+
+func (c *Config) defaultLabel() string {
+	switch {
+	case c.Serve:
+		return "volanogo serve " + orDevel(buildinfo.Get().Version) + ", " + Environment().GoVersion
+	case c.ServerCmd != "":
+		return strings.Fields(c.ServerCmd)[0]
+	case c.Transport == swarm.TransportWS:
+		return c.URL
+	}
+	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+}
+
+func orDevel(s string) string {
+	if s == "" {
+		return "devel"
+	}
+	return s
+}
+
+// runID is the id of one run: Config.RunID (with the run's place when
+// there are several), or a new one.
+func (c *Config) runID(rooms, cpus, run int, many bool) string {
+	switch {
+	case c.RunID == "":
+		return newRunID()
+	case !many:
+		return c.RunID
+	case cpus > 0:
+		return fmt.Sprintf("%s-%d-c%d-%d", c.RunID, rooms, cpus, run)
+	}
+	return fmt.Sprintf("%s-%d-%d", c.RunID, rooms, run)
+}
+
+func newRunID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 16)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// addFailure adds f to d's failures, into the failure of the same kind if
+// there is one (its example then becomes f's: the more precise cause).
+func addFailure(d *results.Document, f results.Failure) {
+	for i := range d.Failures {
+		if d.Failures[i].Kind == f.Kind {
+			d.Failures[i].Example = f.Example
+			d.Failures[i].Count = max(d.Failures[i].Count, f.Count)
+			return
+		}
+	}
+	d.Failures = append(d.Failures, f)
+}
+
+// annotateFailures prefixes the examples of connection failures with
+// note (what the server said about them), if any.
+func annotateFailures(fs []results.Failure, note string) {
+	if note == "" {
+		return
+	}
+	for i := range fs {
+		switch fs[i].Kind {
+		case results.FailRefused, results.FailClosed, results.FailReset, results.FailTimeout, results.FailStall:
+			if !strings.HasPrefix(fs[i].Example, note) {
+				fs[i].Example = note + ": " + fs[i].Example
+			}
+		}
+	}
+}

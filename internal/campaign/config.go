@@ -1,0 +1,321 @@
+package campaign
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/swarm"
+	"github.com/volanogo/volanogo/internal/sysinfo"
+)
+
+// Defaults, as Mark has them where Mark has the option.
+const (
+	DefaultHost  = "localhost"
+	DefaultPort  = 8000
+	DefaultStart = 1
+	DefaultRooms = 50
+	// DefaultSpawnedRuns is the runs per step when the campaign starts the
+	// server for turn-taking (Serve, ServerCmd): the Volano Report's rule,
+	// one discarded run and the best two of the next three.
+	DefaultSpawnedRuns = 4
+)
+
+// Config is one campaign: the steps (room counts) of a sweep, each with
+// its runs, against one server or a fresh one per run, in this process or
+// in shard processes. The zero value of a field means its default where a
+// default is documented.
+type Config struct {
+	// Spec is every run's spec; its Rooms are the campaign's to fill (the
+	// step's, or this shard's block of them).
+	Spec swarm.Spec
+
+	// Host and Port are the server's chat port (TCP); Transport is
+	// swarm.TransportTCP (default) or swarm.TransportWS, with URL.
+	Host      string
+	Port      int
+	Transport string
+	URL       string
+
+	// Start is the first room number; Steps the number of rooms of each
+	// step (one step: Mark's -rooms).
+	Start int
+	Steps []int
+	// KeepGoing runs the next steps of a paced sweep after a broken one
+	// (by default the sweep stops there).
+	KeepGoing bool
+
+	// ServerMetrics is a Prometheus URL of the server (CPU, RSS).
+	ServerMetrics string
+	// Serve starts a fresh `volanogo serve` per run with ServeCommand
+	// (default: this executable, "serve", loopback ports 0).
+	Serve        bool
+	ServeCommand []string
+	// ServerCmd starts any server per run: a shell command whose "{port}"
+	// is replaced by a free loopback port.
+	ServerCmd string
+	// Runs per step (0: 1, or DefaultSpawnedRuns when the campaign starts
+	// the server for turn-taking: the run rules are for scores, which
+	// paced and churn runs do not have) and Discard, the runs not counted
+	// (default 1 when Runs > 1; negative: the default).
+	Runs    int
+	Discard int
+	// ServerCPUs runs each step once per value with the spawned server
+	// restricted to that many processors: CPU affinity on the first n
+	// processors this process may use, and GOMAXPROCS=n in the environment
+	// of `volanogo serve`.
+	ServerCPUs []int
+
+	// Label names the platform in the documents (default: the server);
+	// CommandLine is recorded in them.
+	Label       string
+	CommandLine []string
+
+	// ShardIndex of ShardCount (ShardCount 0: not sharded) runs this
+	// process's share of each step's rooms: the contiguous block of rooms
+	// [Start+R*i/N, Start+R*(i+1)/N), whole rooms only (see ShardRooms).
+	// Its documents record the whole run in Config and its rooms in Shard.
+	ShardIndex, ShardCount int
+	// RunID is the run's shared id (default: a new random id per run);
+	// with several steps or runs each run's id is RunID-<rooms>-<run>
+	// (RunID-<rooms>-c<cpus>-<run> with ServerCPUs), the same in every
+	// shard.
+	RunID string
+	// StartAt is the wall-clock start of the timed phase of the first run:
+	// the set-up first, then a wait until StartAt, then the start. A shard
+	// whose set-up ends after StartAt starts at once and records how late
+	// it was (results.Shard.ClockOffsetSeconds). More than MaxStartAtPast
+	// in the past at the start is a usage error.
+	StartAt time.Time
+
+	// Procs > 0 runs each run as that many shard processes of this
+	// program (ShardCommand), started and merged by this one; ProcsAuto
+	// chooses per step enough processes that none holds more connections
+	// than its open-files limit less OpenFilesReserve.
+	Procs int
+	// SplitWhenNeeded, with Procs 0 and no shard of its own, runs a step
+	// as ProcsAuto shard processes when one process would hold more
+	// connections than its open-files limit less OpenFilesReserve; a step
+	// that fits stays in this process.
+	SplitWhenNeeded bool
+	// ShardCommand is the argv of a shard process (default: this
+	// executable and "shard"), which reads its spec on its standard input
+	// (see RunShard).
+	ShardCommand []string
+}
+
+// ProcsAuto is Config.Procs for "enough processes" (--procs auto).
+const ProcsAuto = -1
+
+// OpenFilesReserve is the descriptors a shard process keeps for itself
+// beyond its connections when ProcsAuto sizes the shards.
+const OpenFilesReserve = 100
+
+// MaxStartAtPast is how far in the past Config.StartAt may be when a run
+// begins (clocks of several machines differ a little).
+const MaxStartAtPast = 5 * time.Second
+
+// ErrFailed is returned by Run when a run failed (its document says why).
+var ErrFailed = errors.New("the test failed")
+
+// ErrInterrupted is returned by Run when the context was cancelled.
+var ErrInterrupted = errors.New("interrupted")
+
+// ConfigError is a configuration the campaign refuses (a usage error).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func cfgErr(format string, args ...any) error {
+	return &ConfigError{Err: fmt.Errorf(format, args...)}
+}
+
+// IsUsage reports whether err is a configuration the campaign (or the
+// swarm) refused.
+func IsUsage(err error) bool {
+	var ce *ConfigError
+	var se *swarm.ConfigError
+	return errors.As(err, &ce) || errors.As(err, &se)
+}
+
+// spawned reports whether the campaign starts the server.
+func (c *Config) spawned() bool { return c.Serve || c.ServerCmd != "" }
+
+// normalize fills defaults and checks c.
+func (c *Config) normalize() error {
+	s := &c.Spec
+	if c.Host == "" {
+		c.Host = DefaultHost
+	}
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.Transport == "" {
+		c.Transport = swarm.TransportTCP
+	}
+	if c.Start == 0 {
+		c.Start = DefaultStart
+	}
+	if len(c.Steps) == 0 {
+		c.Steps = []int{DefaultRooms}
+	}
+	if s.Users == 0 {
+		s.Users = swarm.DefaultUsers
+	}
+	if s.ConnectConcurrency <= 0 {
+		s.ConnectConcurrency = swarm.DefaultConnectConcurrency
+	}
+	if s.StallTimeout <= 0 {
+		s.StallTimeout = swarm.DefaultStallTimeout
+	}
+	if s.SLO <= 0 {
+		s.SLO = swarm.DefaultSLO
+	}
+	if c.Runs <= 0 {
+		c.Runs = 1
+		if c.spawned() && s.Pause == 0 && s.Scenario != results.ScenarioChurn {
+			c.Runs = DefaultSpawnedRuns
+		}
+	}
+	if c.Discard < 0 {
+		c.Discard = results.DefaultRunRule.Discard
+	}
+	if c.Discard >= c.Runs {
+		c.Discard = 0
+	}
+	switch {
+	case c.Port < 1 || c.Port > 65535:
+		return cfgErr("-port: %d is not a port number", c.Port)
+	case s.Users < 2:
+		return cfgErr("-users: value must be at least 2 (%d)", s.Users)
+	case s.Count < 0:
+		return cfgErr("-count: value must not be negative (%d)", s.Count)
+	case s.Pause < 0:
+		return cfgErr("-pause: value must not be negative (%s)", s.Pause)
+	case c.Start < 0:
+		return cfgErr("-start: value must not be negative (%d)", c.Start)
+	case s.Count == 0 && s.Duration <= 0:
+		return cfgErr("-count 0 runs forever: give --duration")
+	case s.ConnectRate < 0:
+		return cfgErr("--connect-rate: must not be negative")
+	case c.Serve && c.ServerCmd != "":
+		return cfgErr("--serve and --server-cmd exclude each other")
+	}
+	for _, r := range c.Steps {
+		if r < 1 {
+			return cfgErr("-rooms: value must be at least 1 (%d)", r)
+		}
+	}
+	switch c.Transport {
+	case swarm.TransportTCP:
+	case swarm.TransportWS:
+		if c.URL == "" && !c.spawned() {
+			return cfgErr("--transport ws needs --url ws://host:port/chat")
+		}
+		if c.URL != "" {
+			u, err := url.Parse(c.URL)
+			if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+				return cfgErr("--url: %q is not a ws:// or wss:// URL", c.URL)
+			}
+		}
+	default:
+		return cfgErr("--transport: %q is not tcp or ws", c.Transport)
+	}
+	if c.ServerCmd != "" && !strings.Contains(c.ServerCmd, "{port}") {
+		return cfgErr("--server-cmd: the command must contain {port}")
+	}
+	if _, err := swarm.ParseBind(s.Bind); err != nil {
+		return &ConfigError{Err: fmt.Errorf("--bind: %w", err)}
+	}
+	return c.normalizeScaleOut()
+}
+
+// normalizeScaleOut checks the scenario, shards, processes, the start time
+// and the server's processors.
+func (c *Config) normalizeScaleOut() error {
+	s := &c.Spec
+	switch s.Scenario {
+	case "", results.ScenarioTurns, results.ScenarioPaced:
+		s.Scenario = results.ScenarioTurns
+		if s.Pause > 0 {
+			s.Scenario = results.ScenarioPaced
+		}
+	case results.ScenarioChurn:
+		if s.Count < 1 {
+			return cfgErr("--scenario churn: -count must be at least 1 (sequences per user)")
+		}
+		if s.Pause > 0 {
+			return cfgErr("--scenario churn: -pause does not apply")
+		}
+	default:
+		return cfgErr("--scenario: %q is not turns, paced or churn", s.Scenario)
+	}
+	if c.ShardCount != 0 || c.ShardIndex != 0 {
+		if c.ShardCount < 1 || c.ShardIndex < 0 || c.ShardIndex >= c.ShardCount {
+			return cfgErr("--shard: %d/%d is not a shard (I/N with 0 <= I < N)", c.ShardIndex, c.ShardCount)
+		}
+		for _, r := range c.Steps {
+			if r < c.ShardCount {
+				return cfgErr("--shard %d/%d: %d rooms cannot be split into %d shards of whole rooms", c.ShardIndex, c.ShardCount, r, c.ShardCount)
+			}
+		}
+		if c.Procs != 0 {
+			return cfgErr("--procs and --shard exclude each other")
+		}
+		if c.spawned() {
+			return cfgErr("--shard runs part of a run against a server shared by the shards: not with --serve or --server-cmd (use --procs)")
+		}
+	}
+	if c.Procs < ProcsAuto {
+		return cfgErr("--procs: %d is not a number of processes", c.Procs)
+	}
+	if !c.StartAt.IsZero() {
+		if late := time.Since(c.StartAt); late > MaxStartAtPast {
+			return cfgErr("--start-at: %s is %s in the past", c.StartAt.Format(time.RFC3339), late.Round(time.Second))
+		}
+	}
+	if len(c.ServerCPUs) > 0 {
+		if !c.spawned() {
+			return cfgErr("--server-cpus needs --serve or --server-cmd (the client starts the server)")
+		}
+		avail := sysinfo.AvailableCPUs()
+		for _, n := range c.ServerCPUs {
+			if n < 1 || (avail > 0 && n > avail) {
+				return cfgErr("--server-cpus: %d is not between 1 and the %d processors this process may use", n, avail)
+			}
+		}
+	}
+	return nil
+}
+
+// target is where the runs connect when the campaign does not start the
+// server.
+func (c *Config) target() swarm.Target {
+	if c.Transport == swarm.TransportWS {
+		return swarm.Target{Transport: swarm.TransportWS, URL: c.URL}
+	}
+	return swarm.Target{Transport: swarm.TransportTCP, Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port))}
+}
+
+// ShardRooms returns the room numbers of shard index of count when a step
+// of rooms rooms numbered from start is split: the contiguous block
+// [start+rooms*index/count, start+rooms*(index+1)/count), so that the
+// shards' sizes differ by at most one room and a room never spans two
+// shards. count 0 is the whole step.
+func ShardRooms(start, rooms, index, count int) []int {
+	lo, hi := 0, rooms
+	if count > 0 {
+		lo, hi = rooms*index/count, rooms*(index+1)/count
+	}
+	nums := make([]int, 0, hi-lo)
+	for r := lo; r < hi; r++ {
+		nums = append(nums, start+r)
+	}
+	return nums
+}

@@ -1,0 +1,202 @@
+package campaign
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/internal/handshake"
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/server"
+	"github.com/volanogo/volanogo/internal/swarm"
+)
+
+// TestMain doubles as the processes the campaign starts: with
+// VOLANOGO_TEST_SERVE set, the test binary is a chat server that prints
+// its ready line as `volanogo serve` does and serves until SIGTERM; with
+// VOLANOGO_TEST_SHARD set, it is a shard process (RunShard).
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv("VOLANOGO_TEST_SERVE") != "":
+		os.Exit(helperServe(os.Args[1:]))
+	case os.Getenv("VOLANOGO_TEST_SHARD") != "":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := RunShard(ctx, os.Stdin, os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func helperServe(args []string) int {
+	if v := os.Getenv("VOLANOGO_TEST_NOFILE"); v != "" {
+		if err := setOpenFiles(v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	cfg := server.Config{Listen: "127.0.0.1:0"}
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--listen":
+			cfg.Listen = args[i+1]
+		case "--metrics-listen":
+			cfg.MetricsListen = args[i+1]
+		case "--ws-listen":
+			cfg.WSListen = args[i+1]
+		}
+	}
+	s, err := server.New(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := s.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	addr := func(a net.Addr, on bool) string {
+		if !on || a == nil {
+			return ""
+		}
+		return a.String()
+	}
+	fmt.Println(handshake.Serve{Chat: addr(s.Addr(), true), WS: addr(s.WSAddr(), cfg.WSListen != ""),
+		Metrics: addr(s.MetricsAddr(), cfg.MetricsListen != "")}.Line())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.Shutdown(sctx)
+	return 0
+}
+
+// serveArgv is a ServeCommand that runs this test binary as a server.
+func serveArgv(t *testing.T, ws bool) []string {
+	t.Setenv("VOLANOGO_TEST_SERVE", "1")
+	argv := []string{os.Args[0], "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}
+	if ws {
+		argv = append(argv, "--ws-listen", "127.0.0.1:0")
+	}
+	return argv
+}
+
+// shardArgv is a ShardCommand that runs this test binary as a shard.
+func shardArgv(t *testing.T) []string {
+	t.Setenv("VOLANOGO_TEST_SHARD", "1")
+	return []string{os.Args[0]}
+}
+
+func startServer(t testing.TB, cfg server.Config) *server.Server {
+	t.Helper()
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	s, err := server.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, s.Shutdown(ctx))
+	})
+	return s
+}
+
+func tcpConfig(t testing.TB, addr string) Config {
+	host, p, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	// volanogo serve keeps each room's order: the project's own tests hold
+	// it to that.
+	return Config{Host: host, Port: port, Spec: swarm.Spec{StallTimeout: 5 * time.Second, StrictOrder: true}}
+}
+
+// recorder is a Sink that keeps what it is given, and the runs' failures
+// for the messages of failed assertions.
+type recorder struct {
+	mu       sync.Mutex
+	text     bytes.Buffer
+	runs     []RunInfo
+	docs     []*results.Document
+	stopped  []Step
+	progress int
+}
+
+func (r *recorder) RunStarting(RunInfo) {}
+
+func (r *recorder) Progress(p func() Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.progress++
+	_ = p() // a live view: it can be read
+}
+
+func (r *recorder) RunDone(ri RunInfo, d *results.Document) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs = append(r.runs, ri)
+	r.docs = append(r.docs, d)
+	fmt.Fprintf(&r.text, "run %d of %d rooms: passed %v, failures %+v\n", ri.Run, ri.Rooms, d.Passed, d.Failures)
+	return nil
+}
+
+func (r *recorder) SweepStopped(s Step) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = append(r.stopped, s)
+}
+
+func (r *recorder) out() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.String()
+}
+
+// checkGoroutines fails the test if goroutines started during it are
+// still running at its end.
+func checkGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+func failureKinds(d *results.Document) []string {
+	var k []string
+	for _, f := range d.Failures {
+		k = append(k, f.Kind)
+	}
+	return k
+}

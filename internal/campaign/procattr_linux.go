@@ -1,0 +1,15 @@
+package campaign
+
+import "syscall"
+
+// childAttr are the attributes of every process the campaign starts (a
+// server, a shard): its own process group, so that the terminal's SIGINT
+// reaches the campaign alone (which then stops its children in order and
+// keeps their results), and SIGKILL when the campaign dies, so that no
+// child outlives it (a kill -9 included). The parent-death signal follows
+// the thread that forked, and Go keeps that thread alive (none of the
+// campaign's goroutines that start processes exits while locked to its
+// thread).
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/volanogo/volanogo/internal/campaign"
+	"github.com/volanogo/volanogo/internal/loadtext"
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/swarm"
+)
+
+// loadSink is where `volanogo load` puts a campaign's runs: Mark's lines
+// and volanogo's to standard output (standard error with -o -) and to the
+// -file log, the result documents to -o, and progress to a terminal.
+type loadSink struct {
+	text     io.Writer
+	file     *os.File
+	output   string // -o as given
+	outPath  string // where documents go, once decided ("" none)
+	decided  bool
+	docOut   io.Writer // -o -: documents as JSON lines
+	progress *progressLine
+	many     bool
+	files    []string
+}
+
+func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, error) {
+	s := &loadSink{text: streams.Out, output: o.output}
+	if o.output == "-" {
+		s.text, s.docOut = streams.Err, streams.Out
+	}
+	if o.file != "" {
+		f, err := os.Create(o.file)
+		if err != nil {
+			return nil, fmt.Errorf("-file: %w", err)
+		}
+		s.file = f
+		loadtext.EnvironmentHeader(f, campaign.Environment(), swarm.PlatformProps(), cfg.CommandLine)
+		s.text = io.MultiWriter(s.text, f)
+	}
+	if !o.quiet && (o.progress || isTerminal(streams.Err)) {
+		s.progress = newProgressLine(streams.Err)
+	}
+	return s, nil
+}
+
+func (s *loadSink) RunStarting(r campaign.RunInfo) {
+	s.many = r.Many
+	if r.Many {
+		loadtext.RunHeading(s.text, r)
+	}
+}
+
+func (s *loadSink) Progress(p func() campaign.Progress) { s.progress.show(p) }
+
+func (s *loadSink) RunDone(r campaign.RunInfo, d *results.Document) error {
+	s.progress.end()
+	loadtext.Run(s.text, d)
+	if r.Many {
+		fmt.Fprintln(s.text)
+	}
+	return s.writeDocument(r.Many, d)
+}
+
+func (s *loadSink) SweepStopped(step campaign.Step) {
+	s.progress.end()
+	loadtext.SweepStopped(s.text, step)
+}
+
+// writeDocument writes a run's document where -o says: a JSON line on
+// standard output (-), a file, or a file named after the run in a
+// directory (always a directory for several runs).
+func (s *loadSink) writeDocument(many bool, d *results.Document) error {
+	switch {
+	case s.output == "":
+		return nil
+	case s.docOut != nil:
+		b, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("-o -: %w", err)
+		}
+		_, err = s.docOut.Write(append(b, '\n'))
+		return err
+	}
+	if !s.decided {
+		p, err := prepareOutput(s.output, many)
+		if err != nil {
+			return err
+		}
+		s.outPath, s.decided = p, true
+	}
+	path := results.OutputPath(s.outPath, d)
+	if err := results.WriteFile(path, d); err != nil {
+		return err
+	}
+	s.files = append(s.files, path)
+	return nil
+}
+
+// prepareOutput returns where documents go: for several runs, or an -o
+// that names a directory or ends in a separator, a directory (created if
+// needed); otherwise a file, its directory created if needed.
+func prepareOutput(o string, many bool) (string, error) {
+	dirLike := strings.HasSuffix(o, "/") || strings.HasSuffix(o, string(filepath.Separator))
+	if fi, err := os.Stat(o); err == nil && fi.IsDir() {
+		return o + string(filepath.Separator), nil
+	}
+	if dirLike || many {
+		if err := os.MkdirAll(o, 0o755); err != nil {
+			return "", fmt.Errorf("-o: %w", err)
+		}
+		return strings.TrimRight(o, "/"+string(filepath.Separator)) + string(filepath.Separator), nil
+	}
+	if dir := filepath.Dir(o); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("-o: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// close closes the -file log (once) and says whether writing it failed.
+func (s *loadSink) close() error {
+	s.progress.end()
+	if s.file == nil {
+		return nil
+	}
+	err := s.file.Close()
+	s.file = nil
+	if err != nil {
+		return fmt.Errorf("-file: %w", err)
+	}
+	return nil
+}

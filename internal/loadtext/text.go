@@ -1,0 +1,360 @@
+// Package loadtext is the text `volanogo load` prints: Mark's six result
+// lines byte for byte, volanogo's lines after them, the summary of a
+// campaign's steps under the run rule, and the environment header of the
+// -file log. It formats documents and steps; it never decides a figure
+// (package results does) and writes only to the writer it is given.
+package loadtext
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/volanogo/volanogo/internal/buildinfo"
+	"github.com/volanogo/volanogo/internal/campaign"
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/swarm"
+)
+
+// EnvironmentHeader is what Mark writes to its -file before the results
+// (there, the JVM's properties): the machine, the platform the swarm's
+// Access requests carry, and the command line.
+func EnvironmentHeader(w io.Writer, e results.Environment, p swarm.Platform, commandLine []string) {
+	bi := buildinfo.Get()
+	fmt.Fprintf(w, "volanogo load %s (%s, %s/%s)\n", orDevel(bi.Version), e.GoVersion, e.OS, e.Arch)
+	fmt.Fprintf(w, "java.vendor = %s\n", p.Vendor)
+	fmt.Fprintf(w, "java.vendor.url = %s\n", p.VendorURL)
+	fmt.Fprintf(w, "java.version = %s\n", p.Version)
+	fmt.Fprintf(w, "java.class.version = %s\n", p.ClassVersion)
+	fmt.Fprintf(w, "os.name = %s\n", p.OSName)
+	fmt.Fprintf(w, "os.version = %s\n", p.OSVersion)
+	fmt.Fprintf(w, "os.arch = %s\n", p.OSArch)
+	fmt.Fprintf(w, "host.name = %s\n", e.Hostname)
+	if e.Distribution != "" {
+		fmt.Fprintf(w, "os.distribution = %s\n", e.Distribution)
+	}
+	fmt.Fprintf(w, "cpu.model = %s\n", e.CPUModel)
+	fmt.Fprintf(w, "cpu.count = %d\n", e.CPUs)
+	fmt.Fprintf(w, "memory.bytes = %d\n", e.MemoryBytes)
+	fmt.Fprintf(w, "go.maxprocs = %d\n", e.GOMAXPROCS)
+	fmt.Fprintf(w, "open.files = %d (hard %d)\n", e.OpenFilesSoft, e.OpenFilesHard)
+	if e.EphemeralPorts != "" {
+		fmt.Fprintf(w, "ephemeral.ports = %s\n", e.EphemeralPorts)
+	}
+	if e.TCPCongestion != "" {
+		fmt.Fprintf(w, "tcp.congestion = %s\n", e.TCPCongestion)
+	}
+	if e.LoopbackQuickACK {
+		fmt.Fprintln(w, "loopback.quickack = 1")
+	}
+	if len(commandLine) > 0 {
+		fmt.Fprintf(w, "command.line = %s\n", strings.Join(commandLine, " "))
+	}
+	fmt.Fprintln(w)
+}
+
+func orDevel(s string) string {
+	if s == "" {
+		return "devel"
+	}
+	return s
+}
+
+// MarkLines writes Mark's six result lines (protocol sheet §10.5),
+// byte for byte as Mark prints them; when the timed phase lasted under a
+// second the last two are Mark's "Elapsed time       < 1 second".
+func MarkLines(w io.Writer, sent, received, elapsedMs int64) {
+	total := sent + received
+	fmt.Fprintf(w, "VolanoMark version = %s\n", results.MarkVersion)
+	fmt.Fprintf(w, "Messages sent      = %d\n", sent)
+	fmt.Fprintf(w, "Messages received  = %d\n", received)
+	fmt.Fprintf(w, "Total messages     = %d\n", total)
+	score, ok := results.MarkScore(total, elapsedMs)
+	if !ok {
+		fmt.Fprintf(w, "Elapsed time       < 1 second\n")
+		return
+	}
+	secs := results.FormatMarkSeconds(elapsedMs)
+	unit := " seconds"
+	if secs == "1.0" {
+		unit = " second"
+	}
+	fmt.Fprintf(w, "Elapsed time       = %s%s\n", secs, unit)
+	fmt.Fprintf(w, "Average throughput = %d messages per second\n", score)
+}
+
+// RunHeading is the line before a run's result when a campaign has
+// several runs.
+func RunHeading(w io.Writer, r campaign.RunInfo) {
+	note := ""
+	if r.Discarded {
+		note = " (discarded)"
+	}
+	fmt.Fprintf(w, "Rooms %d%s, run %d of %d%s\n", r.Rooms, cpusNote(r.CPUs), r.Run, r.Runs, note)
+}
+
+// SweepStopped is the line that says a paced sweep stopped at a broken
+// step.
+func SweepStopped(w io.Writer, s campaign.Step) {
+	fmt.Fprintf(w, "The sweep stops at %d rooms%s: the step broke (--keep-going runs the next steps).\n\n", s.Rooms, cpusNote(s.CPUs))
+}
+
+func cpusNote(cpus int) string {
+	if cpus <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", server CPUs %d", cpus)
+}
+
+// Run writes one run's result: Mark's lines (churn: their counterpart in
+// sequences), then volanogo's.
+func Run(w io.Writer, d *results.Document) {
+	ms := d.ElapsedMillis()
+	if d.Churn != nil {
+		writeChurnLines(w, d, ms)
+	} else {
+		MarkLines(w, d.Counts.Sent, d.Counts.Received, ms)
+	}
+	if d.Shards > 0 {
+		fmt.Fprintf(w, "Shards             = %d processes, merged\n", d.Shards)
+	}
+	if h := d.Latency[results.LatencyDelivery]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "Delivery latency   = %s\n", percentiles(h))
+	}
+	if h := d.Latency[results.LatencyDeliveryScheduled]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "From schedule      = %s\n", percentiles(h))
+	}
+	if h := d.Latency[results.LatencyTurn]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "Turn time          = %s\n", percentiles(h))
+	}
+	if line := fanoutLine(d); line != "" {
+		fmt.Fprintf(w, "Fan-out            = %s\n", line)
+	}
+	c := d.Connections
+	fmt.Fprintf(w, "Connections        = %d established of %d attempted, peak %d, set-up %.3f s\n",
+		c.Established, c.Attempted, c.Peak, d.SetupSeconds)
+	cl := d.Client
+	fmt.Fprintf(w, "Client CPU         = %.2f s user, %.2f s system, %s per message, peak RSS %s\n",
+		cl.CPUUserSeconds, cl.CPUSystemSeconds, micros(cl.CPUPerMessageMicros), mib(cl.PeakRSSBytes))
+	if s := d.Server; s != nil {
+		fmt.Fprintf(w, "Server CPU         = %.2f s (%s), %s per message, RSS %s -> %s\n",
+			s.CPUSeconds, cpuShare(s.CPUPercent, serverMachineCPUs(d)), micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
+	}
+	if t := d.TCP; t != nil {
+		fmt.Fprintf(w, "TCP (kernel)       = %s\n", tcpLine(t))
+	}
+	if g := d.Integrity; g != nil {
+		fmt.Fprintf(w, "Integrity          = %s\n", integrityLine(g))
+		if o := g.Outside; o != nil {
+			fmt.Fprintf(w, "Other users        = %d chats, %d entries, %d exits seen by the run's users (counted apart)\n", o.Chats, o.Entered, o.Exited)
+		}
+		if g.FirstReordered != "" {
+			fmt.Fprintf(w, "First reordered    = %s\n", g.FirstReordered)
+		}
+	}
+	if p := d.Paced; p != nil {
+		fmt.Fprintf(w, "Paced              = %d users, in %.1f/s, out %.1f/s\n", p.ConcurrentUsers, p.InPerSecond, p.OutPerSecond)
+		if p.Broken {
+			fmt.Fprintf(w, "Step broken        = %s\n", p.Reason)
+		}
+	}
+	for _, f := range d.Failures {
+		fmt.Fprintf(w, "Failure            = %s (%d): %s\n", f.Kind, f.Count, f.Example)
+	}
+	for _, x := range d.Warnings {
+		fmt.Fprintf(w, "Warning            = %s\n", x)
+	}
+	if d.Churn != nil {
+		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d))
+	}
+	if d.Interrupted {
+		fmt.Fprintln(w, "Test interrupted.")
+	} else if !d.Passed {
+		fmt.Fprintln(w, "Test failed.")
+	}
+}
+
+// integrityLine is the ledger in one line: loss, duplication and
+// corruption, then reordering in the room and per sender.
+func integrityLine(g *results.Integrity) string {
+	line := fmt.Sprintf("%d lost, %d duplicated, %d corrupted", g.Lost, g.Duplicated, g.Corrupted)
+	if g.Reordered > 0 {
+		share, _ := g.ReorderedShare()
+		unit := "chats"
+		if g.MaxDisplacement == 1 {
+			unit = "chat"
+		}
+		line += fmt.Sprintf("; %d reordered (%d of %d receivers, %s%%; at most %d %s late)",
+			g.Reordered, g.ReceiversReordered, g.Receivers, percent(share), g.MaxDisplacement, unit)
+	} else {
+		line += ", 0 reordered"
+	}
+	return line + fmt.Sprintf(", %d out of sender order", g.SenderReordered)
+}
+
+// fanoutLine is the broadcasts' fan-out: to the first and the last
+// receiver, and the spread between them ("" when not measured).
+func fanoutLine(d *results.Document) string {
+	first, last, spread := d.Latency[results.LatencyFanoutFirst], d.Latency[results.LatencyFanoutLast], d.Latency[results.LatencyFanoutSpread]
+	if first == nil || last == nil || spread == nil || first.Count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("first p50 %s, p99 %s; last p50 %s, p99 %s; spread p50 %s, p99 %s (%d broadcasts)",
+		fmtDur(first.P50), fmtDur(first.P99), fmtDur(last.P50), fmtDur(last.P99), fmtDur(spread.P50), fmtDur(spread.P99), first.Count)
+}
+
+func percent(v float64) string {
+	if v >= 10 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// tcpLine is the kernel's TCP counters of a run in one line: segments
+// (both sides on loopback), retransmissions, and the timers' work.
+func tcpLine(t *results.TCPCounters) string {
+	retrans := ""
+	if pct, ok := t.RetransmittedPercent(); ok && t.Retransmitted > 0 {
+		retrans = fmt.Sprintf(" (%.2f%%)", pct)
+	}
+	return fmt.Sprintf("%d segments out, %d retransmitted%s, %d delayed ACKs, %d loss probes (whole network namespace)",
+		t.SegmentsOut, t.Retransmitted, retrans, t.DelayedACKs, t.LossProbes)
+}
+
+func percentiles(h *results.Histogram) string {
+	return fmt.Sprintf("p50 %s, p90 %s, p99 %s, p99.9 %s, max %s",
+		fmtDur(h.P50), fmtDur(h.P90), fmtDur(h.P99), fmtDur(h.P999), fmtDur(h.Max))
+}
+
+func fmtDur(ns int64) string { return results.FormatNanos(ns) }
+
+func micros(us float64) string {
+	if us <= 0 {
+		return "- µs"
+	}
+	return fmt.Sprintf("%.2f µs", us)
+}
+
+func mib(b int64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// Summary writes the steps of a campaign under the run rule: each run's
+// result and CPU per message, and each turn-taking step's score.
+func Summary(w io.Writer, steps []campaign.Step) {
+	fmt.Fprintln(w, "Summary")
+	for _, s := range steps {
+		fmt.Fprintf(w, "Rooms %d%s (%d connections):\n", s.Rooms, cpusNote(s.CPUs), s.Rooms*usersOf(s))
+		for _, d := range s.Docs {
+			status := fmt.Sprintf("%d messages per second", d.Score)
+			switch {
+			case d.Interrupted:
+				status = "interrupted"
+			case !d.Passed:
+				status = "failed"
+				if len(d.Failures) > 0 {
+					status += " (" + d.Failures[0].Kind + ")"
+				}
+			case d.Churn != nil:
+				status = fmt.Sprintf("%.1f sequences per second", d.Churn.SequencesPerSecond)
+			case d.Paced != nil:
+				status = fmt.Sprintf("%d users, in %.1f/s, out %.1f/s", d.Paced.ConcurrentUsers, d.Paced.InPerSecond, d.Paced.OutPerSecond)
+				if h := d.Latency[results.LatencyDeliveryScheduled]; h != nil && h.Count > 0 {
+					status += ", p99 " + fmtDur(h.P99)
+				}
+				if d.Server != nil {
+					status += fmt.Sprintf(", server CPU %s", cpuShare(d.Server.CPUPercent, serverMachineCPUs(d)))
+				}
+				if d.Paced.Broken {
+					status += ", broken: " + d.Paced.Reason
+				}
+			case d.Score == 0:
+				status = "no score (under 1 second)"
+			}
+			if d.Discarded {
+				status += " (discarded)"
+			}
+			extra := ""
+			if d.Server != nil && d.Server.CPUPerMessageMicros > 0 {
+				extra = fmt.Sprintf("; server %s, client %s per message", micros(d.Server.CPUPerMessageMicros), micros(d.Client.CPUPerMessageMicros))
+			} else if d.Client.CPUPerMessageMicros > 0 {
+				extra = fmt.Sprintf("; client %s per message", micros(d.Client.CPUPerMessageMicros))
+			}
+			fmt.Fprintf(w, "  run %d: %s%s\n", d.Run, status, extra)
+		}
+		if len(s.Docs) == 0 || !s.Docs[0].IsTurns() {
+			continue
+		}
+		switch t := s.Tally; {
+		case t.HasScore():
+			fmt.Fprintf(w, "  score (best 2 of 3) = %d messages per second, median %.0f\n", t.Score, t.Median)
+		case t.NoScore:
+			fmt.Fprintf(w, "  score = ---- (too few counted runs lasted a second: raise -count)\n")
+		default:
+			fmt.Fprintf(w, "  score = ---- (too few runs passed)\n")
+		}
+	}
+}
+
+func usersOf(s campaign.Step) int {
+	if len(s.Docs) == 0 {
+		return 0
+	}
+	return s.Docs[0].Config.Users
+}
+
+// writeChurnLines is Mark's result lines for the churn scenario, in
+// sequences.
+func writeChurnLines(w io.Writer, d *results.Document, ms int64) {
+	c := d.Churn
+	fmt.Fprintf(w, "VolanoMark version = %s\n", results.MarkVersion)
+	fmt.Fprintf(w, "Sequences          = %d (connect, Access, EnterRoom, chat, ExitRoom, close)\n", c.Sequences)
+	fmt.Fprintf(w, "Messages sent      = %d\n", d.Counts.Sent)
+	fmt.Fprintf(w, "Messages received  = %d\n", d.Counts.Received)
+	if ms < 1 {
+		fmt.Fprintf(w, "Elapsed time       < 1 millisecond\n")
+	} else {
+		fmt.Fprintf(w, "Elapsed time       = %s seconds\n", results.FormatMarkSeconds(ms))
+		fmt.Fprintf(w, "Average rate       = %.1f sequences per second\n", c.SequencesPerSecond)
+	}
+	if h := c.First; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "First sequence     = %s (each user's first: cold)\n", percentiles(h))
+	}
+	if h := d.Latency[results.LatencySequence]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "Later sequences    = %s (warm)\n", percentiles(h))
+	}
+}
+
+// leakLine says what the churn run left behind on the server.
+func leakLine(d *results.Document) string {
+	c := d.Churn
+	if d.Server == nil {
+		return "unknown (no server metrics: --server-metrics or --serve)"
+	}
+	s := fmt.Sprintf("%d connections, %+d goroutines, %+d descriptors left behind", c.LeakedConnections, c.LeakedGoroutines, c.LeakedFDs)
+	if c.LeakedConnections == 0 && c.LeakedGoroutines == 0 && c.LeakedFDs == 0 {
+		s += " (no leak)"
+	}
+	return s
+}
+
+// cpuShare is a CPU percentage (100 = one processor) and, on a machine of
+// several, its share of the machine.
+func cpuShare(pct float64, cpus int) string {
+	if cpus > 1 {
+		return fmt.Sprintf("%.0f%% of one processor, %.0f%% of the machine's %d", pct, pct/float64(cpus), cpus)
+	}
+	return fmt.Sprintf("%.0f%% of one processor", pct)
+}
+
+// serverMachineCPUs is the processor count of the server's machine when
+// the client started the server (the same machine), else 0 (unknown).
+func serverMachineCPUs(d *results.Document) int {
+	if len(d.Config.ServerCommand) == 0 {
+		return 0
+	}
+	return d.Environment.CPUs
+}

@@ -1,0 +1,186 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// link is one client connection: a TCP socket, or a WebSocket whose binary
+// messages (one packet each) are read as one stream, so that the same
+// protocol.Reader serves both.
+type link struct {
+	nc net.Conn
+	ws *websocket.Conn
+	mr io.Reader // the WebSocket message being read
+	// wmu serialises WebSocket writes (gorilla allows one writer; a paced
+	// user writes from its sender and, for a Ping, from its reader).
+	wmu sync.Mutex
+
+	// Raw mode (TCP, the timed phase of turn-taking): the user's whole
+	// loop runs inside one syscall.RawConn.Read callback, reading the
+	// socket with read(2) itself, so that after a read that drained the
+	// socket it waits for readiness instead of trying (and failing) one
+	// more read: one read(2) per wake-up instead of two.
+	rc      syscall.RawConn
+	raw     bool
+	fd      int
+	mayRead bool
+	// rbuf, when set (batched reads), holds what one read(2) returned.
+	rbuf       []byte
+	rpos, rend int
+}
+
+// errWouldBlock is Read's answer in raw mode when the socket has been
+// drained: wait for readiness. It is a timeout for protocol.Reader, which
+// keeps its state and may be called again.
+var errWouldBlock = wouldBlock{}
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "would block" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+// dialer opens links to the server.
+type dialer struct {
+	transport string
+	addr      string // host:port (tcp)
+	url       string // ws
+	bind      *binder
+	timeout   time.Duration
+}
+
+func (d *dialer) dial(ctx context.Context) (*link, error) {
+	nd := &net.Dialer{Timeout: d.timeout}
+	if la := d.bind.local(); la != nil {
+		nd.LocalAddr = la
+	}
+	if d.transport == TransportWS {
+		wd := &websocket.Dialer{
+			NetDialContext:   nd.DialContext,
+			HandshakeTimeout: d.timeout,
+			ReadBufferSize:   2048,
+			WriteBufferSize:  1024,
+		}
+		ws, resp, err := wd.DialContext(ctx, d.url, nil)
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if err != nil {
+			if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+				return nil, fmt.Errorf("websocket %s: %s: %w", d.url, resp.Status, err)
+			}
+			return nil, err
+		}
+		return &link{nc: ws.NetConn(), ws: ws}, nil
+	}
+	nc, err := nd.DialContext(ctx, "tcp", d.addr)
+	if err != nil {
+		return nil, err
+	}
+	l := &link{nc: nc}
+	l.initRaw()
+	return l, nil
+}
+
+// plainLoop is loop through the connection's own Read.
+func (u *user) plainLoop(handle func(protocol.Frame) (bool, error)) error {
+	for {
+		f, err := u.rd.Next()
+		if err != nil {
+			return u.failIO("read", err)
+		}
+		if done, err := handle(f); done || err != nil {
+			return err
+		}
+	}
+}
+
+// Read reads the stream of packets.
+func (l *link) Read(p []byte) (int, error) {
+	if l.raw {
+		return l.rawRead(p)
+	}
+	if l.ws == nil {
+		return l.nc.Read(p)
+	}
+	for {
+		if l.mr == nil {
+			mt, r, err := l.ws.NextReader()
+			if err != nil {
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					return 0, io.EOF
+				}
+				return 0, err
+			}
+			if mt != websocket.BinaryMessage {
+				return 0, fmt.Errorf("websocket: a %s message (packets come in binary messages)", msgType(mt))
+			}
+			l.mr = r
+		}
+		n, err := l.mr.Read(p)
+		if err == io.EOF {
+			l.mr = nil
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		return n, err
+	}
+}
+
+func msgType(mt int) string {
+	if mt == websocket.TextMessage {
+		return "text"
+	}
+	return "type " + strconv.Itoa(mt)
+}
+
+// write sends one packet (WebSocket: one message).
+func (l *link) write(pkt []byte) error {
+	if l.raw {
+		return l.rawWrite(pkt)
+	}
+	if l.ws == nil {
+		_, err := l.nc.Write(pkt)
+		return err
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return l.ws.WriteMessage(websocket.BinaryMessage, pkt)
+}
+
+func (l *link) setReadDeadline(t time.Time) error {
+	if l.ws != nil {
+		return l.ws.SetReadDeadline(t)
+	}
+	return l.nc.SetReadDeadline(t)
+}
+
+func (l *link) setWriteDeadline(t time.Time) error {
+	if l.ws != nil {
+		return l.ws.SetWriteDeadline(t)
+	}
+	return l.nc.SetWriteDeadline(t)
+}
+
+func (l *link) close() error {
+	if l.ws != nil {
+		return l.ws.Close()
+	}
+	return l.nc.Close()
+}

@@ -1,0 +1,246 @@
+package swarm
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/sysinfo"
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// openFilesSoft is this process's soft open-files limit now.
+func openFilesSoft() int64 {
+	soft, _ := sysinfo.OpenFilesLimit()
+	return soft
+}
+
+// maxPacket bounds one packet from the server. Access and RoomList
+// confirms list every room on the server, so they grow with the run.
+const maxPacket = 4 << 20
+
+// limiter is a token bucket of one token: new connections at most rate per
+// second (a nil limiter does not limit).
+type limiter struct {
+	mu       sync.Mutex
+	interval time.Duration
+	next     time.Time
+}
+
+func newLimiter(rate float64) *limiter {
+	if rate <= 0 {
+		return nil
+	}
+	return &limiter{interval: time.Duration(float64(time.Second) / rate)}
+}
+
+func (l *limiter) wait(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	now := time.Now()
+	t := l.next
+	if t.Before(now) {
+		t = now
+	}
+	l.next = t.Add(l.interval)
+	l.mu.Unlock()
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// setup connects every room, ConnectConcurrency rooms at a time, the users
+// of one room one after the other (so that each room's EnterRoom order is
+// Mark's). It returns the first failure; the caller aborts the run.
+func (rs *runState) setup(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan *room)
+	var (
+		once  sync.Once
+		first error
+		wg    sync.WaitGroup
+	)
+	for w := 0; w < min(rs.spec.ConnectConcurrency, len(rs.rooms)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range jobs {
+				if err := rs.setupRoom(ctx, r); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+				rs.roomsReady.Add(1)
+			}
+		}()
+	}
+feed:
+	for _, r := range rs.rooms {
+		select {
+		case jobs <- r:
+		case <-ctx.Done():
+			break feed
+		case <-rs.abortCh:
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// setupRoom connects the users of r in order and waits until every user
+// knows that the room is full (Mark's enterCount).
+func (rs *runState) setupRoom(ctx context.Context, r *room) error {
+	timeout := rs.spec.StallTimeout
+	for _, u := range r.users {
+		if err := rs.limit.wait(ctx); err != nil {
+			return err
+		}
+		if rs.aborted.Load() {
+			return errAborted
+		}
+		t0 := time.Now()
+		rs.attempted.Add(1)
+		l, err := rs.dialer.dial(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			kind, what := results.Classify(err), "connect"
+			if kind == results.FailOpenFiles {
+				what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesSoft(), rs.open.Load())
+			}
+			return &userError{u: u, kind: kind, what: what, err: err}
+		}
+		if !rs.addLink(l) {
+			_ = l.close()
+			return errAborted
+		}
+		u.l = l
+		u.rd = protocol.NewReader(l, maxPacket)
+		deadline := time.Now().Add(timeout)
+		_ = l.setReadDeadline(deadline)
+		_ = l.setWriteDeadline(deadline)
+		if err := l.write(r.access); err != nil {
+			return u.failIO("send Access", err)
+		}
+		f, err := u.await("Access confirm", func(f protocol.Frame) bool { return f.ID == protocol.IDAccess && f.Type == protocol.Confirm })
+		if err != nil {
+			return err
+		}
+		p, err := f.Decode()
+		if err != nil {
+			return u.failIO("read Access confirm", err)
+		}
+		if res := p.(*protocol.Access).Result; res != protocol.AccessOK {
+			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("Access denied (result %d)", res)}
+		}
+		if u.rd.Buffered() == 0 {
+			// The confirm lists every room on the server: let its buffer
+			// go rather than keep it for the whole run (100 KB a user at
+			// 10,000 rooms).
+			u.rd = protocol.NewReader(l, maxPacket)
+		}
+		if err := l.write(u.enter); err != nil {
+			return u.failIO("send EnterRoom", err)
+		}
+		f, err = u.await("EnterRoom confirm", func(f protocol.Frame) bool { return f.ID == protocol.IDEnterRoom && f.Type == protocol.Confirm })
+		if err != nil {
+			return err
+		}
+		if p, err = f.Decode(); err != nil {
+			return u.failIO("read EnterRoom confirm", err)
+		}
+		if res := p.(*protocol.EnterRoom).Result; res != protocol.EnterOK {
+			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("unable to enter %s (result %d)", r.name, res)}
+		}
+		u.setupAt = time.Since(t0)
+	}
+	// Each user counts itself and the EnterRoom indications of the users
+	// after it (Mark's enterCount reaching users).
+	// Entries of other users (sharing the room) pass.
+	for j, u := range r.users {
+		for k := j + 1; k < len(r.users); k++ {
+			name := r.users[k].name
+			if _, err := u.await("EnterRoom indication of "+name, func(f protocol.Frame) bool {
+				if f.ID != protocol.IDEnterRoom || f.Type != protocol.Indication {
+					return false
+				}
+				p, err := f.Decode()
+				return err == nil && p.(*protocol.EnterRoom).UserName == name
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, u := range r.users {
+		_ = u.l.setReadDeadline(time.Time{})
+		_ = u.l.setWriteDeadline(time.Time{})
+	}
+	return nil
+}
+
+// await reads packets until want accepts one, answering Pings and failing
+// on a StreamableError.
+func (u *user) await(what string, want func(protocol.Frame) bool) (protocol.Frame, error) {
+	for {
+		f, err := u.rd.Next()
+		if err != nil {
+			return f, u.failIO("waiting for "+what, err)
+		}
+		u.seen(f)
+		if want(f) {
+			return f, nil
+		}
+		if err := u.aside(f, what); err != nil {
+			return f, err
+		}
+	}
+}
+
+// aside deals with a packet that arrived while the user waited for what:
+// a Ping request is answered, EnterRoom and ExitRoom indications pass, a
+// StreamableError or any other packet fails the user.
+func (u *user) aside(f protocol.Frame, what string) error {
+	switch f.ID {
+	case protocol.IDStreamableError:
+		text := "(undecodable)"
+		if p, err := f.Decode(); err == nil {
+			text = p.(*protocol.StreamableError).Text
+		}
+		return &userError{u: u, kind: results.FailServerError, what: "StreamableError while waiting for " + what + ": " + text}
+	case protocol.IDPing:
+		if f.Type == protocol.Request {
+			if err := u.l.write(protocol.AppendHeader(nil, protocol.IDPing, protocol.Response)); err != nil {
+				return u.failIO("write", err)
+			}
+		}
+	case protocol.IDEnterRoom, protocol.IDExitRoom:
+	case protocol.IDChat:
+		if f.Type != protocol.Indication {
+			return u.protocolError("unexpected Chat %s while waiting for %s", f.Type, what)
+		}
+		// The run's users do not chat yet: another user of the room does.
+		u.ledger.outsideChats++
+	default:
+		return u.protocolError("unexpected %s %s while waiting for %s", f.ID, f.Type, what)
+	}
+	return nil
+}

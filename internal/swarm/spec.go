@@ -1,0 +1,229 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/volanogo/volanogo/internal/results"
+)
+
+// Transports.
+const (
+	TransportTCP = "tcp"
+	TransportWS  = "ws"
+)
+
+// Defaults of Spec, as Mark has them where Mark has the option.
+const (
+	DefaultUsers              = 20
+	DefaultCount              = 100
+	DefaultConnectConcurrency = 16
+	DefaultStallTimeout       = 30 * time.Second
+	DefaultSLO                = time.Second
+)
+
+// MarkText is the text of every chat Mark sends: "123456789 " six times.
+// The swarm sends the same length with numbers in it (see ledger.go).
+const MarkText = "123456789 123456789 123456789 123456789 123456789 123456789 "
+
+// Target is the server a run connects to.
+type Target struct {
+	// Transport is TransportTCP (Addr, host:port) or TransportWS (URL,
+	// ws://host:port/chat).
+	Transport string
+	Addr      string
+	URL       string
+}
+
+// Spec is one run of the swarm: its rooms, its users and what they do.
+// The zero value of a field means its default where one is documented.
+type Spec struct {
+	// Scenario is results.ScenarioTurns (Mark's turn-taking; the default
+	// when Pause is 0), results.ScenarioPaced (when Pause > 0) or
+	// results.ScenarioChurn.
+	Scenario string
+	// Rooms are the numbers n of the rooms Room<n> this run holds: a whole
+	// step, or one shard's block of it.
+	Rooms []int
+	// Users per room (at least 2) and Count chats per user (0: no limit;
+	// the run ends with Duration).
+	Users int
+	Count int
+	// Pause 0 is Mark's turn-taking; otherwise each user sends one chat
+	// every Pause from a random offset in [0, Pause), on a schedule (open
+	// loop).
+	Pause time.Duration
+	// Duration ends a run with Count 0 or with pauses (0: no limit).
+	Duration time.Duration
+
+	// ConnectRate bounds new connections per second (0: unlimited);
+	// ConnectConcurrency is how many rooms connect at once.
+	ConnectRate        float64
+	ConnectConcurrency int
+	// StallTimeout fails a room that makes no progress for that long, and
+	// bounds every wait of the set-up.
+	StallTimeout time.Duration
+	// Bind lists source addresses, used round-robin (see ParseBind).
+	Bind []string
+	// SLO is the p99 delivery latency past which a paced run is broken.
+	SLO time.Duration
+	// BatchReads (TCP turn-taking on Linux) sets each socket's receive
+	// low-water mark to the bytes its user waits for until its turn, so
+	// that a user wakes once per turn instead of once per chat: far less
+	// client CPU, but the delivery latency is then measured only on the
+	// chat that gives its reader the turn, and fan-out not at all.
+	BatchReads bool
+	// StrictOrder fails a run when any chat reaches a user after a later
+	// chat of its room (volanogo serve keeps each room's order; the
+	// original server does not: by default reordering is counted and
+	// reported, not a failure).
+	StrictOrder bool
+	// Seed seeds the random offsets of paced users (0: from the clock).
+	Seed int64
+}
+
+// Phase is a stage of a run, as an Observer learns of it.
+type Phase int
+
+const (
+	// PhaseSetup: the users connect, pass Access and enter their rooms
+	// (not timed).
+	PhaseSetup Phase = iota
+	// PhaseTimed: the timed phase has begun (Mark's start signal).
+	PhaseTimed
+	// PhaseEnded: the timed phase is over; every chat has arrived (paced:
+	// the drain is over) and the users have not yet closed their
+	// connections (paced users leave their rooms after it).
+	PhaseEnded
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseSetup:
+		return "set-up"
+	case PhaseTimed:
+		return "running"
+	case PhaseEnded:
+		return "ended"
+	}
+	return fmt.Sprintf("phase %d", int(p))
+}
+
+// Observer learns of a run's phases and decides when its timed phase
+// starts. Its methods are called from the goroutine that called Run, in
+// order, and must return promptly, except Start.
+type Observer interface {
+	// Phase is called as the run enters phase ph. p is a live view of the
+	// run's progress; it may be read from any goroutine until Run returns.
+	Phase(ph Phase, p Progress)
+	// Start is called once the set-up is done, and returns the wall-clock
+	// time at which the timed phase is to start (the zero time: at once),
+	// or an error that calls the run off (another shard failed, say).
+	Start(ctx context.Context) (time.Time, error)
+}
+
+// Progress is a live view of a run.
+type Progress interface {
+	Snapshot() Snapshot
+}
+
+// Snapshot is a run's progress at one moment.
+type Snapshot struct {
+	Phase Phase
+	// Rooms and RoomsReady: the set-up's progress.
+	Rooms, RoomsReady int
+	// Open is the connections open now.
+	Open int64
+	// Sent and Received are the timed phase's chats so far (received:
+	// indications); Expected is their total at the end (0 when not known
+	// beforehand).
+	Sent, Received, Expected int64
+}
+
+// ErrAborted is returned by a wait that the run's abort ended.
+var errAborted = errors.New("run aborted")
+
+// ConfigError is a Spec or Target the swarm refuses.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func cfgErr(format string, args ...any) error {
+	return &ConfigError{Err: fmt.Errorf(format, args...)}
+}
+
+// normalize fills the defaults of s and checks it and t.
+func (s *Spec) normalize(t Target) error {
+	if s.Users == 0 {
+		s.Users = DefaultUsers
+	}
+	if s.ConnectConcurrency <= 0 {
+		s.ConnectConcurrency = DefaultConnectConcurrency
+	}
+	if s.StallTimeout <= 0 {
+		s.StallTimeout = DefaultStallTimeout
+	}
+	if s.SLO <= 0 {
+		s.SLO = DefaultSLO
+	}
+	switch s.Scenario {
+	case "":
+		s.Scenario = results.ScenarioTurns
+		if s.Pause > 0 {
+			s.Scenario = results.ScenarioPaced
+		}
+	case results.ScenarioTurns, results.ScenarioPaced:
+		if s.Pause > 0 {
+			s.Scenario = results.ScenarioPaced
+		} else {
+			s.Scenario = results.ScenarioTurns
+		}
+	case results.ScenarioChurn:
+		if s.Count < 1 {
+			return cfgErr("churn: count must be at least 1 (sequences per user)")
+		}
+		if s.Pause > 0 {
+			return cfgErr("churn: pause does not apply")
+		}
+	default:
+		return cfgErr("scenario %q is not turns, paced or churn", s.Scenario)
+	}
+	switch {
+	case len(s.Rooms) == 0:
+		return cfgErr("no rooms")
+	case s.Users < 2:
+		return cfgErr("users: value must be at least 2 (%d)", s.Users)
+	case s.Count < 0:
+		return cfgErr("count: value must not be negative (%d)", s.Count)
+	case s.Pause < 0:
+		return cfgErr("pause: value must not be negative (%s)", s.Pause)
+	case s.Count == 0 && s.Duration <= 0:
+		return cfgErr("count 0 runs forever: give a duration")
+	case s.ConnectRate < 0:
+		return cfgErr("connect rate: must not be negative")
+	}
+	if _, err := ParseBind(s.Bind); err != nil {
+		return &ConfigError{Err: err}
+	}
+	switch t.Transport {
+	case TransportTCP:
+		if t.Addr == "" {
+			return cfgErr("no server address")
+		}
+	case TransportWS:
+		u, err := url.Parse(t.URL)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return cfgErr("%q is not a ws:// or wss:// URL", t.URL)
+		}
+	default:
+		return cfgErr("transport %q is not tcp or ws", t.Transport)
+	}
+	return nil
+}
+
+// paced reports whether the spec is a paced run.
+func (s *Spec) paced() bool { return s.Scenario == results.ScenarioPaced }

@@ -1,0 +1,406 @@
+package swarm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// turns is a user's timed phase in Mark's turn-taking mode (protocol sheet
+// §10.3), on the user's one goroutine: it reads every packet, and when it
+// is this user's turn it sends the next chat (pre-encoded) right away. One
+// chat per room is in flight, so the room's slots tell each receiver when
+// the chat it just got was sent.
+//
+// The turn rule is Mark's count: a user sends its next chat, chat
+// sent*users+num of the room, once it has sent and received every chat
+// before it, that is when sent + counted = sent*users+num-1, where counted
+// is the chats received from the room's users, each once (the ledger,
+// ledger.go, keeps duplicates out). A count goes on through reordering,
+// whatever order the chats arrive in, and a user leaves only once it has
+// had every chat of the room (mayLeave). A lost chat stops its receiver's
+// count, as it stops Mark's: the room stalls, and the ledger names the
+// lost chat when the stall ends the run. (Mark takes the count modulo
+// users; exact, the count cannot give a turn twice.) Only the room's own
+// users count: chats, entries and exits of other users (people, bots or
+// moderators sharing the room) are counted apart.
+func (u *user) turns() error {
+	r := u.r
+	rs := r.rs
+	n := int64(len(r.users))
+	myTurn := int64(u.num - 1)
+	count := int64(rs.spec.Count)
+	if u.num == 1 {
+		if err := u.sendChat(); err != nil {
+			return err
+		}
+	}
+	return u.loop(func(f protocol.Frame) (bool, error) {
+		u.seen(f)
+		switch f.ID {
+		case protocol.IDChat:
+			if f.Type == protocol.Confirm {
+				u.confirms++
+				if u.batch {
+					u.confirmPending--
+					if len(f.Raw) != r.confirmSize {
+						u.batchOff.Store(true)
+					}
+				}
+				return false, nil
+			}
+			v, err := protocol.ParseChat(f.Body)
+			if err != nil {
+				return false, u.failIO("read", err)
+			}
+			if f.Type != protocol.Indication || v.RoomID != 0 {
+				return false, u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
+			}
+			s := markNumber(v.UserName)
+			if u.batch && (s < 1 || s > n || len(f.Raw) != r.indSize[s-1]) {
+				u.batchOff.Store(true)
+			}
+			if !u.acceptTurn(v.UserName, v.Text, s, n) || u.exited {
+				return false, nil
+			}
+			if u.sent+u.counted != u.sent*n+myTurn {
+				if u.mayLeave() {
+					return false, u.sendExit()
+				}
+				return false, nil
+			}
+			switch {
+			case count > 0 && u.sent < count && !rs.stopping.Load():
+				return false, u.sendChat()
+			case count == 0 && !(u.num == 1 && rs.stopping.Load()):
+				return false, u.sendChat()
+			case u.num == 1:
+				return false, u.sendExit()
+			}
+		case protocol.IDExitRoom:
+			if f.Type != protocol.Indication {
+				return false, nil
+			}
+			if !u.roomNews(f) {
+				return false, nil
+			}
+			u.exits++
+			if u.mayLeave() {
+				return false, u.sendExit()
+			}
+		case protocol.IDEnterRoom:
+			if f.Type == protocol.Indication {
+				u.roomNews(f)
+			}
+		case protocol.IDRoomList:
+			if f.Type == protocol.Confirm && u.exited {
+				u.done.Store(true)
+				return true, nil
+			}
+		default:
+			return false, u.other(f)
+		}
+		return false, nil
+	})
+}
+
+// mayLeave says whether a user other than user 1 leaves now: Mark's
+// cascade (user k leaves once the k-1 users before it have left), and,
+// unlike Mark, only once it has had every chat of the room, so that a
+// chat that is merely late still arrives (the room's last chat number is
+// final once user 1 has left).
+func (u *user) mayLeave() bool {
+	return u.num > 1 && !u.exited && u.exits == u.num-1 && u.sent+u.counted >= u.r.seq.Load()
+}
+
+// roomNews sorts an EnterRoom or ExitRoom indication: true for the first
+// exit of one of the room's own users; other users' entries and exits are
+// counted apart.
+func (u *user) roomNews(f protocol.Frame) bool {
+	p, err := f.Decode()
+	if err != nil {
+		return false
+	}
+	var name string
+	switch p := p.(type) {
+	case *protocol.ExitRoom:
+		name = p.UserName
+	case *protocol.EnterRoom:
+		name = p.UserName
+	}
+	s := markNumber([]byte(name))
+	own := s >= 1 && s <= int64(len(u.r.users)) && s != int64(u.num)
+	g := &u.ledger
+	switch {
+	case !own && f.ID == protocol.IDExitRoom:
+		g.outsideExited++
+	case !own:
+		g.outsideEntered++
+	case f.ID == protocol.IDExitRoom:
+		return g.markLeft(s)
+	}
+	return false
+}
+
+// other handles packets that are neither chat nor the end of the room.
+func (u *user) other(f protocol.Frame) error {
+	switch f.ID {
+	case protocol.IDStreamableError:
+		u.serverError(f)
+	case protocol.IDPing:
+		if f.Type == protocol.Request {
+			b := protocol.AppendHeader(nil, protocol.IDPing, protocol.Response)
+			if err := u.l.write(b); err != nil {
+				return u.failIO("write", err)
+			}
+		}
+	case protocol.IDEnterRoom, protocol.IDExitRoom, protocol.IDRoomList, protocol.IDAccess:
+		// late or extra room news: not counted (as in Mark)
+	default:
+		return u.protocolError("unexpected %s %s", f.ID, f.Type)
+	}
+	return nil
+}
+
+// acceptTurn enters a chat indication from name (user number s, 0 if the
+// name is not Mark<n>) into the ledger and the latency histograms. It
+// returns false when the chat does not count towards the turns: a
+// duplicate, or a chat of a user who is not one of the room's own
+// (counted apart).
+func (u *user) acceptTurn(name, text []byte, s, n int64) bool {
+	if s < 1 || s > n {
+		u.ledger.outsideChats++
+		return false
+	}
+	if s == int64(u.num) {
+		// The server never relays a chat back to its sender.
+		u.received++
+		u.ledger.corrupted++
+		u.r.rs.failures.Add(results.FailCorrupted, fmt.Sprintf("%s: a chat under its own name (%q)", u, text), time.Now())
+		return false
+	}
+	u.received++
+	now := nanotime()
+	j, fresh := u.identify(s, text)
+	if !fresh {
+		return false
+	}
+	u.counted++
+	var k int64
+	if j > 0 {
+		k = (j-1)*n + s
+		u.roomOrder(k)
+	}
+	// With batched reads only the chat that gives the reader its turn is
+	// read as it arrives; the others wait for it.
+	timed := !u.batch || u.sent+u.counted == u.sent*n+int64(u.num)-1
+	if k > 0 && timed {
+		r := u.r
+		slot := &r.slots[k&r.mask]
+		if slot.k.Load() == k {
+			sent := slot.sent.Load()
+			u.record(kDelivery, now-sent)
+			if !u.batch {
+				if first, last, all := slot.fan.arrive(now, n-1); all {
+					u.recordFanout(sent, first, last)
+				}
+			}
+		}
+	}
+	u.tick(now, 0, 1)
+	return true
+}
+
+// wantBytes is what a user with batched reads waits for: the confirm of
+// its last chat and every indication up to the one that gives it its turn;
+// 1 (any byte) when the room ends before that turn or batching is off.
+func (u *user) wantBytes() int {
+	r := u.r
+	n := int64(len(r.users))
+	if u.exited || u.batchOff.Load() {
+		return 1
+	}
+	seq := u.sent + u.counted // the chats of the room this user has had
+	d := (int64(u.num-1) - seq%n + n) % n
+	v := seq + d
+	if d == 0 || v > int64(r.rs.spec.Count)*n {
+		return 1
+	}
+	total := u.confirmPending * r.confirmSize
+	for k := seq + 1; k <= v; k++ {
+		total += r.indSize[(k-1)%n]
+	}
+	return max(total-u.rd.Buffered(), 1)
+}
+
+// sendChat sends the user's next chat: chat sent*users+num of the room.
+func (u *user) sendChat() error {
+	r := u.r
+	k := u.sent*int64(len(r.users)) + int64(u.num)
+	u.sent++
+	putNumber(u.chat[u.chatNumber:], u.sent)
+	now := nanotime()
+	slot := &r.slots[k&r.mask]
+	slot.k.Store(-1)
+	slot.sent.Store(now)
+	slot.fan.reset()
+	slot.k.Store(k)
+	if prev := r.lastSend.Swap(now); prev != 0 {
+		u.record(kTurn, now-prev)
+	}
+	r.seq.Store(k)
+	r.progress.Add(1)
+	u.tick(now, 1, 0)
+	u.confirmPending++
+	if err := u.l.write(u.chat); err != nil {
+		return u.failIO("write", err)
+	}
+	return nil
+}
+
+// sendExit leaves the room: ExitRoom, then RoomList, whose confirm ends
+// the user.
+func (u *user) sendExit() error {
+	u.exited = true
+	u.r.progress.Add(1)
+	if err := u.l.write(u.exit); err != nil {
+		return u.failIO("write", err)
+	}
+	if err := u.l.write(u.roomList); err != nil {
+		return u.failIO("write", err)
+	}
+	return nil
+}
+
+// pacedRead is the reading side of a user in pause mode: it enters each
+// indication into the ledger and times it against the sender's record of
+// that send, from the actual send and from the schedule.
+func (u *user) pacedRead() error {
+	r := u.r
+	n := int64(len(r.users))
+	for {
+		f, err := u.rd.Next()
+		if err != nil {
+			return u.failIO("read", err)
+		}
+		u.seen(f)
+		switch f.ID {
+		case protocol.IDChat:
+			if f.Type == protocol.Confirm {
+				u.confirms++
+				continue
+			}
+			v, err := protocol.ParseChat(f.Body)
+			if err != nil {
+				return u.failIO("read", err)
+			}
+			if f.Type != protocol.Indication || v.RoomID != 0 {
+				return u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
+			}
+			now := nanotime()
+			s := markNumber(v.UserName)
+			if s < 1 || s > n {
+				u.ledger.outsideChats++
+				continue
+			}
+			u.received++
+			if s == int64(u.num) {
+				u.ledger.corrupted++
+				r.rs.failures.Add(results.FailCorrupted, fmt.Sprintf("%s: a chat under its own name (%q)", u, v.Text), time.Now())
+				continue
+			}
+			j, fresh := u.identify(s, v.Text)
+			if !fresh {
+				continue
+			}
+			if j > 0 {
+				ring := r.users[s-1].ring
+				slot := &ring[j&int64(len(ring)-1)]
+				if slot.n.Load() == j {
+					sent, sched := slot.sent.Load(), slot.sched.Load()
+					if slot.n.Load() == j {
+						u.record(kDelivery, now-sent)
+						u.record(kScheduled, now-sched)
+						if first, last, all := slot.fan.arrive(now, n-1); all {
+							u.recordFanout(sent, first, last)
+						}
+					}
+				}
+			}
+			r.received.Add(1)
+			r.progress.Add(1)
+			u.tick(now, 0, 1)
+		case protocol.IDRoomList:
+			if f.Type == protocol.Confirm { // the answer to the sender's exit
+				u.done.Store(true)
+				return nil
+			}
+		case protocol.IDEnterRoom, protocol.IDExitRoom:
+			if f.Type == protocol.Indication {
+				u.roomNews(f)
+			}
+		default:
+			if err := u.other(f); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// pacedSend is the sending side of a user in pause mode: after a random
+// offset in [0, pause) it sends every pause on an absolute schedule,
+// whatever the replies do, until count messages or the stop; then it
+// waits for the run to drain and leaves the room.
+func (u *user) pacedSend(offset time.Duration) error {
+	rs := u.r.rs
+	pause := int64(rs.spec.Pause)
+	count := int64(rs.spec.Count)
+	next := rs.base + int64(offset)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var sent int64
+	for count == 0 || sent < count {
+		if d := next - nanotime(); d > 0 {
+			timer.Reset(time.Duration(d))
+			select {
+			case <-timer.C:
+			case <-rs.stopCh:
+			case <-rs.abortCh:
+				return nil
+			}
+		}
+		if rs.stopping.Load() {
+			break
+		}
+		sent++
+		putNumber(u.chat[u.chatNumber:], sent)
+		slot := &u.ring[sent&int64(len(u.ring)-1)]
+		slot.n.Store(-1)
+		slot.sched.Store(next)
+		slot.fan.reset()
+		now := nanotime()
+		slot.sent.Store(now)
+		slot.n.Store(sent)
+		u.r.progress.Add(1)
+		rs.timeline.AddElapsed(time.Duration(now-rs.base), 1, 0)
+		if err := u.l.write(u.chat); err != nil {
+			return u.failIO("write", err)
+		}
+		u.sentA.Store(sent)
+		next += pause
+	}
+	select {
+	case <-rs.drainedCh:
+	case <-rs.abortCh:
+		return nil
+	}
+	if err := u.l.write(u.exit); err != nil {
+		return u.failIO("write", err)
+	}
+	if err := u.l.write(u.roomList); err != nil {
+		return u.failIO("write", err)
+	}
+	return nil
+}
