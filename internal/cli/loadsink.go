@@ -114,7 +114,7 @@ func prepareOutput(o string, many bool) (string, error) {
 		if err := os.MkdirAll(o, 0o755); err != nil {
 			return "", fmt.Errorf("-o: %w", err)
 		}
-		return strings.TrimRight(o, "/"+string(filepath.Separator)) + string(filepath.Separator), nil
+		return filepath.Clean(o) + string(filepath.Separator), nil
 	}
 	if dir := filepath.Dir(o); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -15,11 +15,10 @@ const textWidth = 100
 // table is a grid of cells with a header row; the first Keep columns are
 // repeated when the table is split to fit textWidth.
 type table struct {
-	head  []string
-	rows  [][]string
-	left  map[int]bool // left-aligned columns (others align right)
-	keep  int
-	title string
+	head []string
+	rows [][]string
+	left map[int]bool // left-aligned columns (others align right)
+	keep int
 }
 
 func width(s string) int { return utf8.RuneCountInString(s) }

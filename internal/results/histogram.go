@@ -47,19 +47,19 @@ func EncodeHistogram(h *hdrhistogram.Histogram) (*Histogram, error) {
 	return out, nil
 }
 
-func (s *Histogram) summarise(h *hdrhistogram.Histogram) {
-	s.Count = h.TotalCount()
-	if s.Count == 0 {
-		s.Min, s.Max, s.Mean, s.P50, s.P90, s.P99, s.P999 = 0, 0, 0, 0, 0, 0, 0
+func (h *Histogram) summarise(src *hdrhistogram.Histogram) {
+	h.Count = src.TotalCount()
+	if h.Count == 0 {
+		h.Min, h.Max, h.Mean, h.P50, h.P90, h.P99, h.P999 = 0, 0, 0, 0, 0, 0, 0
 		return
 	}
-	s.Min = h.Min()
-	s.Max = h.Max()
-	s.Mean = h.Mean()
-	s.P50 = h.ValueAtQuantile(50)
-	s.P90 = h.ValueAtQuantile(90)
-	s.P99 = h.ValueAtQuantile(99)
-	s.P999 = h.ValueAtQuantile(99.9)
+	h.Min = src.Min()
+	h.Max = src.Max()
+	h.Mean = src.Mean()
+	h.P50 = src.ValueAtQuantile(50)
+	h.P90 = src.ValueAtQuantile(90)
+	h.P99 = src.ValueAtQuantile(99)
+	h.P999 = src.ValueAtQuantile(99.9)
 }
 
 // Decode decodes the HDR encoding of h. An empty encoding (allowed only for

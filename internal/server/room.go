@@ -171,11 +171,10 @@ func (r *room) usersLocked() []protocol.User {
 
 // private is a private chat session between two users.
 type private struct {
-	id     int32
-	a, b   *conn
-	aName  string
-	bName  string
-	closed bool
+	id    int32
+	a, b  *conn
+	aName string
+	bName string
 }
 
 func (p *private) other(c *conn) (*conn, string, bool) {
