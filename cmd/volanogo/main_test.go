@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 const childEnv = "VOLANOGO_MAIN_TEST_CHILD"
@@ -67,7 +69,17 @@ func TestServeStopsOnSignal(t *testing.T) {
 			nc, err := net.Dial("tcp", addr)
 			require.NoError(t, err)
 			defer nc.Close()
-			time.Sleep(50 * time.Millisecond) // let the server accept it
+			// A served Access request: the server has accepted the
+			// connection.
+			access, err := (&protocol.Access{Type: protocol.Request, AppletVersion: "2.13.4",
+				DocumentBase: "http://www.volano.com/chat.html"}).AppendPacket(nil)
+			require.NoError(t, err)
+			_, err = nc.Write(access)
+			require.NoError(t, err)
+			require.NoError(t, nc.SetReadDeadline(time.Now().Add(5*time.Second)))
+			f, err := protocol.NewReader(nc, 0).Next()
+			require.NoError(t, err)
+			require.Equal(t, protocol.IDAccess, f.ID)
 			start := time.Now()
 			require.NoError(t, cmd.Process.Signal(sig))
 			select {

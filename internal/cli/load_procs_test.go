@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -194,19 +195,54 @@ func TestLoadProcsInterrupted(t *testing.T) {
 	doc := filepath.Join(t.TempDir(), "run.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { time.Sleep(1500 * time.Millisecond); cancel() }()
-	var out, errb strings.Builder
+	// Interrupt once the shards' timed phase runs (the progress line says
+	// so).
+	progress := &watchWriter{want: "running: ", seen: make(chan struct{})}
+	go func() {
+		select {
+		case <-progress.seen:
+		case <-time.After(20 * time.Second):
+		}
+		cancel()
+	}()
+	var out strings.Builder
 	start := time.Now()
 	code := Main(ctx, []string{"load", "--procs", "2", "-host", host, "-port", port, "-rooms", "2", "-users", "2", "-count", "0",
-		"-pause", "50ms", "--duration", "1h", "-file", "", "-o", doc}, nil, &out, &errb)
-	assert.Equal(t, 130, code, "an interrupted command exits 128 + SIGINT: %s\n%s", out.String(), errb.String())
-	assert.Less(t, time.Since(start), 20*time.Second)
+		"-pause", "50ms", "--duration", "1h", "-file", "", "-o", doc, "--progress"}, nil, &out, progress)
+	assert.Equal(t, 130, code, "an interrupted command exits 128 + SIGINT: %s\n%s", out.String(), progress.String())
+	assert.Less(t, time.Since(start), 30*time.Second)
 	assert.Contains(t, out.String(), "Test interrupted.")
 	d, err := results.ReadFile(doc)
 	require.NoError(t, err)
 	assert.True(t, d.Interrupted)
 	assert.Equal(t, 2, d.Shards, "both shards wrote their documents")
 	assert.Positive(t, d.Counts.Sent)
+}
+
+// watchWriter keeps what is written to it and closes seen once want has
+// been written.
+type watchWriter struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 // TestLoadSplitsWhenNeeded: without --procs, a step that one process

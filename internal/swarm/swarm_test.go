@@ -252,7 +252,11 @@ func TestInterrupted(t *testing.T) {
 	obs := &startObserver{started: make(chan struct{})}
 	go func() {
 		<-obs.started
-		time.Sleep(100 * time.Millisecond) // let the rooms chat a little
+		// Interrupt once the rooms have chatted a little.
+		deadline := time.Now().Add(10 * time.Second)
+		for obs.live().Snapshot().Sent < 10 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
 		cancel()
 	}()
 	d := runWith(t, ctx, cfg, obs)
@@ -261,17 +265,28 @@ func TestInterrupted(t *testing.T) {
 	assert.Positive(t, d.Counts.Sent)
 }
 
-// startObserver closes started when the timed phase begins.
+// startObserver closes started when the timed phase begins; live is
+// then the run's progress.
 type startObserver struct {
 	observer
-	started chan struct{}
+	started  chan struct{}
+	progress Progress
 }
 
 func (o *startObserver) Phase(ph Phase, p Progress) {
 	o.observer.Phase(ph, p)
 	if ph == PhaseTimed {
+		o.mu.Lock()
+		o.progress = p
+		o.mu.Unlock()
 		close(o.started)
 	}
+}
+
+func (o *startObserver) live() Progress {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.progress
 }
 
 // TestStartCalledOff: an observer that calls the start off (another shard
