@@ -157,32 +157,12 @@ func (rs *runState) finishChurn(doc *results.Document, elapsedMs int64, later *h
 func (u *user) sequence(ctx context.Context) (time.Duration, error) {
 	r := u.r
 	rs := r.rs
-	if err := rs.limit.wait(ctx); err != nil {
+	t0 := time.Now()
+	l, err := u.connect(ctx)
+	if err != nil {
 		return 0, err
 	}
-	if rs.aborted.Load() {
-		return 0, errAborted
-	}
-	t0 := time.Now()
-	rs.attempted.Add(1)
-	l, err := rs.dialer.dial(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		kind, what := results.Classify(err), "connect"
-		if kind == results.FailOpenFiles {
-			what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesSoft(), rs.open.Load())
-		}
-		return 0, &userError{u: u, kind: kind, what: what, err: err}
-	}
-	if !rs.addLink(l) {
-		_ = l.close()
-		return 0, errAborted
-	}
 	defer rs.dropLink(l)
-	u.l = l
-	u.rd = protocol.NewReader(l, maxPacket)
 	deadline := time.Now().Add(rs.spec.StallTimeout)
 	_ = l.setReadDeadline(deadline)
 	_ = l.setWriteDeadline(deadline)
@@ -207,21 +187,9 @@ func (u *user) sequence(ctx context.Context) (time.Duration, error) {
 			return 0, err
 		}
 		switch f.ID {
-		case protocol.IDAccess:
-			p, err := f.Decode()
-			if err != nil {
-				return 0, u.failIO("read Access confirm", err)
-			}
-			if res := p.(*protocol.Access).Result; res != protocol.AccessOK {
-				return 0, &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("Access denied (result %d)", res)}
-			}
-		case protocol.IDEnterRoom:
-			p, err := f.Decode()
-			if err != nil {
-				return 0, u.failIO("read EnterRoom confirm", err)
-			}
-			if res := p.(*protocol.EnterRoom).Result; res != protocol.EnterOK {
-				return 0, &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("unable to enter %s (result %d)", r.name, res)}
+		case protocol.IDAccess, protocol.IDEnterRoom:
+			if err := u.confirmed(f); err != nil {
+				return 0, err
 			}
 		case protocol.IDChat:
 			u.sent++
@@ -231,10 +199,6 @@ func (u *user) sequence(ctx context.Context) (time.Duration, error) {
 		r.progress.Add(1)
 	}
 	return time.Since(t0), nil
-}
-
-func isConfirm(id protocol.ID) func(protocol.Frame) bool {
-	return func(f protocol.Frame) bool { return f.ID == id && f.Type == protocol.Confirm }
 }
 
 // churnAwait reads packets until want accepts one, counting the chats of

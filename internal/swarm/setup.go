@@ -110,47 +110,23 @@ feed:
 func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 	timeout := rs.spec.StallTimeout
 	for _, u := range r.users {
-		if err := rs.limit.wait(ctx); err != nil {
+		t0 := time.Now()
+		l, err := u.connect(ctx)
+		if err != nil {
 			return err
 		}
-		if rs.aborted.Load() {
-			return errAborted
-		}
-		t0 := time.Now()
-		rs.attempted.Add(1)
-		l, err := rs.dialer.dial(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			kind, what := results.Classify(err), "connect"
-			if kind == results.FailOpenFiles {
-				what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesSoft(), rs.open.Load())
-			}
-			return &userError{u: u, kind: kind, what: what, err: err}
-		}
-		if !rs.addLink(l) {
-			_ = l.close()
-			return errAborted
-		}
-		u.l = l
-		u.rd = protocol.NewReader(l, maxPacket)
 		deadline := time.Now().Add(timeout)
 		_ = l.setReadDeadline(deadline)
 		_ = l.setWriteDeadline(deadline)
 		if err := l.write(r.access); err != nil {
 			return u.failIO("send Access", err)
 		}
-		f, err := u.await("Access confirm", func(f protocol.Frame) bool { return f.ID == protocol.IDAccess && f.Type == protocol.Confirm })
+		f, err := u.await("Access confirm", isConfirm(protocol.IDAccess))
 		if err != nil {
 			return err
 		}
-		p, err := f.Decode()
-		if err != nil {
-			return u.failIO("read Access confirm", err)
-		}
-		if res := p.(*protocol.Access).Result; res != protocol.AccessOK {
-			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("Access denied (result %d)", res)}
+		if err := u.confirmed(f); err != nil {
+			return err
 		}
 		if u.rd.Buffered() == 0 {
 			// The confirm lists every room on the server: let its buffer
@@ -161,15 +137,11 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 		if err := l.write(u.enter); err != nil {
 			return u.failIO("send EnterRoom", err)
 		}
-		f, err = u.await("EnterRoom confirm", func(f protocol.Frame) bool { return f.ID == protocol.IDEnterRoom && f.Type == protocol.Confirm })
-		if err != nil {
+		if f, err = u.await("EnterRoom confirm", isConfirm(protocol.IDEnterRoom)); err != nil {
 			return err
 		}
-		if p, err = f.Decode(); err != nil {
-			return u.failIO("read EnterRoom confirm", err)
-		}
-		if res := p.(*protocol.EnterRoom).Result; res != protocol.EnterOK {
-			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("unable to enter %s (result %d)", r.name, res)}
+		if err := u.confirmed(f); err != nil {
+			return err
 		}
 		u.setupAt = time.Since(t0)
 	}
@@ -193,6 +165,62 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 	for _, u := range r.users {
 		_ = u.l.setReadDeadline(time.Time{})
 		_ = u.l.setWriteDeadline(time.Time{})
+	}
+	return nil
+}
+
+// connect opens u's connection to the server (at most Spec.ConnectRate
+// new connections a second), with a reader for it, and registers it with
+// the run so that an abort closes it.
+func (u *user) connect(ctx context.Context) (*link, error) {
+	rs := u.r.rs
+	if err := rs.limit.wait(ctx); err != nil {
+		return nil, err
+	}
+	if rs.aborted.Load() {
+		return nil, errAborted
+	}
+	rs.attempted.Add(1)
+	l, err := rs.dialer.dial(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		kind, what := results.Classify(err), "connect"
+		if kind == results.FailOpenFiles {
+			what = fmt.Sprintf("connect (open-files limit %d, %d connections open)", openFilesSoft(), rs.open.Load())
+		}
+		return nil, &userError{u: u, kind: kind, what: what, err: err}
+	}
+	if !rs.addLink(l) {
+		_ = l.close()
+		return nil, errAborted
+	}
+	u.l = l
+	u.rd = protocol.NewReader(l, maxPacket)
+	return l, nil
+}
+
+func isConfirm(id protocol.ID) func(protocol.Frame) bool {
+	return func(f protocol.Frame) bool { return f.ID == id && f.Type == protocol.Confirm }
+}
+
+// confirmed checks an Access or EnterRoom confirm: a refusal fails the
+// user (denied).
+func (u *user) confirmed(f protocol.Frame) error {
+	p, err := f.Decode()
+	if err != nil {
+		return u.failIO("read "+f.ID.String()+" confirm", err)
+	}
+	switch p := p.(type) {
+	case *protocol.Access:
+		if p.Result != protocol.AccessOK {
+			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("Access denied (result %d)", p.Result)}
+		}
+	case *protocol.EnterRoom:
+		if p.Result != protocol.EnterOK {
+			return &userError{u: u, kind: results.FailDenied, what: fmt.Sprintf("unable to enter %s (result %d)", u.r.name, p.Result)}
+		}
 	}
 	return nil
 }
