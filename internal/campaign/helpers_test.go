@@ -7,20 +7,19 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/volanogo/volanogo/internal/handshake"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
 	"github.com/volanogo/volanogo/internal/swarm"
+	"github.com/volanogo/volanogo/internal/testutil"
 )
 
 // TestMain doubles as the processes the campaign starts: with
@@ -104,21 +103,7 @@ func shardArgv(t *testing.T) []string {
 	return []string{os.Args[0]}
 }
 
-func startServer(t testing.TB, cfg server.Config) *server.Server {
-	t.Helper()
-	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:0"
-	}
-	s, err := server.New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, s.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		assert.NoError(t, s.Shutdown(ctx))
-	})
-	return s
-}
+func startServer(t testing.TB, cfg server.Config) *server.Server { return testutil.StartServer(t, cfg) }
 
 func tcpConfig(t testing.TB, addr string) Config {
 	host, p, err := net.SplitHostPort(addr)
@@ -171,27 +156,7 @@ func (r *recorder) out() string {
 	return r.text.String()
 }
 
-// checkGoroutines fails the test if goroutines started during it are
-// still running at its end.
-func checkGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-}
+func checkGoroutines(t *testing.T) { testutil.CheckGoroutines(t) }
 
 func failureKinds(d *results.Document) []string {
 	var k []string

@@ -396,6 +396,12 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 	if werr := sink.close(); werr != nil && err == nil {
 		err = werr
 	}
+	return campaignExit(err)
+}
+
+// campaignExit maps a campaign's error to the command's: a usage error
+// (exit 2), an interruption (130), a failed run (1), or err itself.
+func campaignExit(err error) error {
 	switch {
 	case err == nil:
 		return nil

@@ -26,6 +26,7 @@ import (
 	"github.com/volanogo/volanogo/internal/campaign"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
+	"github.com/volanogo/volanogo/internal/testutil"
 )
 
 // TestMain doubles as the volanogo command for the processes that tests
@@ -74,16 +75,7 @@ func badShard(in io.Reader, shard, port string) io.Reader {
 }
 
 func startTestServer(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := server.New(server.Config{Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0"})
-	require.NoError(t, err)
-	require.NoError(t, s.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	return s
+	return testutil.StartServer(t, server.Config{MetricsListen: "127.0.0.1:0"})
 }
 
 func TestLoadProcs(t *testing.T) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -55,25 +56,13 @@ func alive(pid int) bool {
 	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
 }
 
-// TestKillLeavesNoOrphans: kill -9 of `volanogo load --serve --procs 2`
-// while it runs leaves neither its server nor its shards running (they die
-// with it), and no temporary directory behind.
-func TestKillLeavesNoOrphans(t *testing.T) {
-	tmp := t.TempDir()
-	cmd := exec.Command(os.Args[0], "load", "--serve", "--procs", "2", "-runs", "1", "-rooms", "2", "-users", "2",
-		"-count", "0", "-pause", "100ms", "--duration", "1m", "-file", "", "--progress")
-	cmd.Env = append(os.Environ(), "VOLANOGO_TEST_MAIN=1", "TMPDIR="+tmp)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	// Wait for the timed phase: the progress line says "running".
+// waitRunning waits until the progress line on r says the timed phase
+// runs, and reads the rest of r in the background.
+func waitRunning(t *testing.T, r io.Reader) {
+	t.Helper()
 	running := make(chan struct{})
 	go func() {
-		sc := bufio.NewScanner(stderr)
+		sc := bufio.NewScanner(r)
 		sc.Split(bufio.ScanRunes)
 		var line strings.Builder
 		for sc.Scan() {
@@ -91,6 +80,24 @@ func TestKillLeavesNoOrphans(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the run did not start within 20 s")
 	}
+}
+
+// TestKillLeavesNoOrphans: kill -9 of `volanogo load --serve --procs 2`
+// while it runs leaves neither its server nor its shards running (they die
+// with it), and no temporary directory behind.
+func TestKillLeavesNoOrphans(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "load", "--serve", "--procs", "2", "-runs", "1", "-rooms", "2", "-users", "2",
+		"-count", "0", "-pause", "100ms", "--duration", "1m", "-file", "", "--progress")
+	cmd.Env = append(os.Environ(), "VOLANOGO_TEST_MAIN=1", "TMPDIR="+tmp)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	waitRunning(t, stderr)
 	kids := children(cmd.Process.Pid)
 	require.Len(t, kids, 3, "the server and two shards")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -124,26 +131,7 @@ func TestTerminalInterrupt(t *testing.T) {
 	cmd.Stdout = &out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	running := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Split(bufio.ScanRunes)
-		var line strings.Builder
-		for sc.Scan() {
-			line.WriteString(sc.Text())
-			if strings.Contains(line.String(), "running: ") {
-				close(running)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-running:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the run did not start within 20 s")
-	}
+	waitRunning(t, stderr)
 	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

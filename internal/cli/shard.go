@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/volanogo/volanogo/internal/campaign"
@@ -20,18 +18,7 @@ func newShardCmd(io *IO) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := campaign.RunShard(cmd.Context(), io.In, io.Out)
-			switch {
-			case err == nil:
-				return nil
-			case campaign.IsUsage(err):
-				return &UsageError{Err: err}
-			case errors.Is(err, campaign.ErrInterrupted):
-				return &ExitError{Code: exitInterrupted}
-			case errors.Is(err, campaign.ErrFailed):
-				return &ExitError{Code: 1}
-			}
-			return err
+			return campaignExit(campaign.RunShard(cmd.Context(), io.In, io.Out))
 		},
 	}
 }

@@ -182,7 +182,7 @@ func (u *user) sequence(ctx context.Context) (time.Duration, error) {
 				return 0, u.failIO("send for "+st.what, err)
 			}
 		}
-		f, err := u.churnAwait(st.what, st.want)
+		f, err := u.await(st.what, st.want)
 		if err != nil {
 			return 0, err
 		}
@@ -199,34 +199,6 @@ func (u *user) sequence(ctx context.Context) (time.Duration, error) {
 		r.progress.Add(1)
 	}
 	return time.Since(t0), nil
-}
-
-// churnAwait reads packets until want accepts one, counting the chats of
-// the other users in the room, answering Pings and failing on a
-// StreamableError or a packet the sequence does not expect.
-func (u *user) churnAwait(what string, want func(protocol.Frame) bool) (protocol.Frame, error) {
-	for {
-		f, err := u.rd.Next()
-		if err != nil {
-			return f, u.failIO("waiting for "+what, err)
-		}
-		u.seen(f)
-		if want(f) {
-			return f, nil
-		}
-		if f.ID != protocol.IDChat {
-			if err := u.aside(f, what); err != nil {
-				return f, err
-			}
-			continue
-		}
-		if f.Type != protocol.Indication {
-			return f, u.protocolError("unexpected Chat %s while waiting for %s", f.Type, what)
-		}
-		u.received++
-		rs := u.r.rs
-		rs.timeline.AddElapsed(time.Duration(nanotime()-rs.base), 0, 1)
-	}
 }
 
 // dropLink closes a churn connection and forgets it.

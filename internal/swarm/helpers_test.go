@@ -4,34 +4,19 @@ import (
 	"context"
 	"io"
 	"net"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
+	"github.com/volanogo/volanogo/internal/testutil"
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
-func startServer(t testing.TB, cfg server.Config) *server.Server {
-	t.Helper()
-	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:0"
-	}
-	s, err := server.New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, s.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		assert.NoError(t, s.Shutdown(ctx))
-	})
-	return s
-}
+func startServer(t testing.TB, cfg server.Config) *server.Server { return testutil.StartServer(t, cfg) }
 
 // testConfig is one run in a test: the spec and target, with Rooms as a
 // count (Room1...).
@@ -111,27 +96,7 @@ func runExpectFailure(t *testing.T, cfg testConfig) *results.Document {
 	return d
 }
 
-// checkGoroutines fails the test if goroutines started during it are
-// still running at its end.
-func checkGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-}
+func checkGoroutines(t *testing.T) { testutil.CheckGoroutines(t) }
 
 // proxy sits between the client and a real server. filter sees every
 // packet the server sends to connection conn (0-based, in accept order)

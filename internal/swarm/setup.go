@@ -245,7 +245,8 @@ func (u *user) await(what string, want func(protocol.Frame) bool) (protocol.Fram
 
 // aside deals with a packet that arrived while the user waited for what:
 // a Ping request is answered, EnterRoom and ExitRoom indications pass, a
-// StreamableError or any other packet fails the user.
+// chat indication counts (another churn user's, or during the set-up an
+// outside user's), a StreamableError or any other packet fails the user.
 func (u *user) aside(f protocol.Frame, what string) error {
 	switch f.ID {
 	case protocol.IDStreamableError:
@@ -265,7 +266,15 @@ func (u *user) aside(f protocol.Frame, what string) error {
 		if f.Type != protocol.Indication {
 			return u.protocolError("unexpected Chat %s while waiting for %s", f.Type, what)
 		}
-		// The run's users do not chat yet: another user of the room does.
+		rs := u.r.rs
+		if rs.spec.Scenario == results.ScenarioChurn {
+			// Another user's sequence: its chat reaches the room.
+			u.received++
+			rs.timeline.AddElapsed(time.Duration(nanotime()-rs.base), 0, 1)
+			break
+		}
+		// The run's users do not chat during the set-up: another user of
+		// the room does.
 		u.ledger.outsideChats++
 	default:
 		return u.protocolError("unexpected %s %s while waiting for %s", f.ID, f.Type, what)

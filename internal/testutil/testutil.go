@@ -1,0 +1,57 @@
+// Package testutil holds the helpers that the tests of several packages
+// share: a check that a test leaves no goroutine behind, and a chat server
+// on a loopback port. Only tests import it.
+package testutil
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/internal/server"
+)
+
+// CheckGoroutines fails t if goroutines started during it are still running
+// three seconds after its end.
+func CheckGoroutines(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// StartServer starts a chat server on 127.0.0.1:0 (unless cfg says where)
+// for the length of t.
+func StartServer(t testing.TB, cfg server.Config) *server.Server {
+	t.Helper()
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	s, err := server.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, s.Shutdown(ctx))
+	})
+	return s
+}
