@@ -55,3 +55,12 @@ func StartServer(t testing.TB, cfg server.Config) *server.Server {
 	})
 	return s
 }
+
+// Slack is d, or four times d under the race detector: the budget of a
+// timing window that holds on a normal build.
+func Slack(d time.Duration) time.Duration {
+	if Race {
+		return 4 * d
+	}
+	return d
+}
