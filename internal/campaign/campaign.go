@@ -233,9 +233,11 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*result
 	var doc *results.Document
 	var err error
 	switch {
+	case cfg.ClientCmd != "":
+		doc, err = runClient(ctx, cfg, spec, target, probe)
 	case cfg.Procs != 0:
 		doc, err = runShards(ctx, cfg, cfg.Procs, spec, target, probe, sink)
-	case cfg.SplitWhenNeeded && cfg.ShardCount == 0 && cfg.Spec.Scenario != results.ScenarioChurn && autoProcs(spec.rooms, cfg.Spec.Users) > 1:
+	case cfg.SplitWhenNeeded && cfg.ShardCount == 0 && cfg.ClientCmd == "" && cfg.Spec.Scenario != results.ScenarioChurn && autoProcs(spec.rooms, cfg.Spec.Users) > 1:
 		doc, err = runShards(ctx, cfg, ProcsAuto, spec, target, probe, sink)
 	default:
 		doc, err = runLocal(ctx, cfg, spec, target, probe, sink)

@@ -430,16 +430,6 @@ func TestProcs(t *testing.T) {
 	require.NoError(t, d.Validate())
 }
 
-// TestProcsNoOrphans: every shard has its own process group and, on
-// Linux, dies with its parent.
-func TestProcsChildAttr(t *testing.T) {
-	a := childAttr()
-	assert.True(t, a.Setpgid, "a process group of its own: the terminal's SIGINT reaches the campaign only")
-	if runtime.GOOS == "linux" {
-		assert.NotZero(t, a.Pdeathsig, "killed with its parent")
-	}
-}
-
 func TestAutoProcs(t *testing.T) {
 	Environment()
 	old := environment.OpenFilesSoft
@@ -463,4 +453,81 @@ func TestShardEnv(t *testing.T) {
 
 	t.Setenv("GOMAXPROCS", "3")
 	assert.Nil(t, shardEnv(2), "the user's GOMAXPROCS is inherited")
+}
+
+// TestClientCmd runs an external VolanoMark client per run (a stand-in for
+// the original Mark) under the run rules, against a fresh server per run:
+// Mark's counts, both sides' CPU over its timed phase, the client recorded.
+func TestClientCmd(t *testing.T) {
+	checkGoroutines(t)
+	cfg := Config{Serve: true, ServeCommand: serveArgv(t, false), Steps: []int{2}, Runs: 2, Discard: 1,
+		ClientCmd: os.Args[0] + " stand-in-mark {host} {port} {rooms} {users} {count}", ClientTimeout: 30 * time.Second,
+		Spec: swarm.Spec{Users: 3, Count: 30}}
+	rec := &recorder{}
+	res, err := Run(context.Background(), cfg, rec)
+	require.NoError(t, err, rec.out())
+	require.Len(t, rec.docs, 2)
+	for _, d := range rec.docs {
+		assert.True(t, d.Passed, "%+v", d.Failures)
+		assert.Equal(t, results.Counts{Sent: 180, Received: 360, Total: 540, ExpectedSent: 180, ExpectedTotal: 540}, d.Counts)
+		assert.Positive(t, d.ElapsedSeconds)
+		assert.Positive(t, d.Client.CPUUserSeconds+d.Client.CPUSystemSeconds, "the client's CPU over its timed phase")
+		assert.Positive(t, d.Client.PeakRSSBytes)
+		require.NotNil(t, d.Server, "the server's CPU over the client's timed phase")
+		assert.Equal(t, "metrics", d.Server.Source)
+		assert.Equal(t, []string{"/bin/sh", "-c", "exec " + os.Args[0] + " stand-in-mark 127.0.0.1 " + strconv.Itoa(d.Config.Port) + " 2 3 30"}, d.Config.ClientCommand)
+		assert.False(t, d.TimedStart.Before(d.Started))
+		require.NoError(t, d.Validate())
+	}
+	assert.True(t, rec.docs[0].Discarded)
+	assert.Len(t, res.Steps, 1)
+}
+
+func TestClientCmdFails(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	cfg := tcpConfig(t, s.Addr().String())
+	cfg.Steps, cfg.Spec.Users, cfg.Spec.Count = []int{1}, 3, 2
+	cfg.ClientCmd, cfg.ClientTimeout = os.Args[0]+" stand-in-mark fail # {port}", 30*time.Second
+	rec := &recorder{}
+	_, err := Run(context.Background(), cfg, rec)
+	require.ErrorIs(t, err, ErrFailed)
+	d := rec.docs[0]
+	require.Len(t, d.Failures, 1)
+	assert.Equal(t, results.FailOther, d.Failures[0].Kind)
+	assert.Contains(t, d.Failures[0].Example, "exit status 1): Mark3 in Room1 disconnected from server.")
+
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{ClientCmd: "mark", Spec: swarm.Spec{Count: 1}}, "--client-cmd: the command must contain {port}"},
+		{Config{ClientCmd: "mark {port}", Spec: swarm.Spec{Count: 1, Pause: time.Second}}, "must end"},
+		{Config{ClientCmd: "mark {port}", Procs: 2, Spec: swarm.Spec{Count: 1}}, "not with --procs"},
+	} {
+		_, err := Run(context.Background(), tc.cfg, &recorder{})
+		require.Error(t, err)
+		assert.True(t, IsUsage(err), "%v", err)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+func TestMarkLines(t *testing.T) {
+	m := &markLines{running: make(chan struct{})}
+	ran := false
+	m.read(strings.NewReader("Creating room number 1 ...\n20 connections so far.\nRunning the test ...\n"+
+		"VolanoMark version = 2.13.4\nMessages sent      = 30000\nMessages received  = 570000\n"+
+		"Total messages     = 600000\nElapsed time       = 7.5 seconds\nAverage throughput = 80000 messages per second\n"), func() { ran = true })
+	assert.True(t, ran)
+	assert.Equal(t, int64(30000), m.sent)
+	assert.Equal(t, int64(570000), m.received)
+	assert.Equal(t, int64(7500), m.elapsedMs)
+	assert.False(t, m.failed)
+
+	m = &markLines{running: make(chan struct{})}
+	m.read(strings.NewReader("Elapsed time       < 1 second\nMark1 in Room2 disconnected from server.\nTest failed.\n"), func() {})
+	assert.True(t, m.hasElapsed)
+	assert.Zero(t, m.elapsedMs)
+	assert.True(t, m.failed)
+	assert.Equal(t, "Mark1 in Room2 disconnected from server.", m.disconnectedExample)
 }

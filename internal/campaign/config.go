@@ -59,10 +59,20 @@ type Config struct {
 	// ServerCmd starts any server per run: a shell command whose "{port}"
 	// is replaced by a free loopback port.
 	ServerCmd string
+	// ClientCmd runs an external VolanoMark client (the original Mark, say)
+	// per run instead of volanogo's swarm: a shell command whose {host},
+	// {port}, {rooms}, {users}, {count} and {start} are replaced by the
+	// run's; the campaign reads Mark's result lines from its standard
+	// output and measures its CPU and the server's over its timed phase
+	// (from its "Running the test" line to its end). ClientTimeout bounds
+	// it (default DefaultClientTimeout).
+	ClientCmd     string
+	ClientTimeout time.Duration
 	// Runs per step (0: 1, or DefaultSpawnedRuns when the campaign starts
 	// the server for turn-taking: the run rules are for scores, which
 	// paced and churn runs do not have) and Discard, the runs not counted
-	// (default 1 when Runs > 1; negative: the default).
+	// at the start of each step (negative: the run rule's default, 1; none
+	// when there is only one run).
 	Runs    int
 	Discard int
 	// ServerCPUs runs each step once per value with the spawned server
@@ -229,6 +239,18 @@ func (c *Config) normalize() error {
 	}
 	if c.ServerCmd != "" && !strings.Contains(c.ServerCmd, "{port}") {
 		return cfgErr("--server-cmd: the command must contain {port}")
+	}
+	if c.ClientCmd != "" {
+		switch {
+		case !strings.Contains(c.ClientCmd, "{port}"):
+			return cfgErr("--client-cmd: the command must contain {port} (and {rooms}, {users}, {count} for the run's size)")
+		case c.Transport != swarm.TransportTCP:
+			return cfgErr("--client-cmd: the client speaks TCP: not with --transport %s", c.Transport)
+		case s.Pause > 0 || s.Scenario == results.ScenarioChurn || s.Count == 0:
+			return cfgErr("--client-cmd runs Mark's turn-taking, which must end: -count at least 1, no -pause, no --scenario churn")
+		case c.Procs > 0 || c.ShardCount > 0:
+			return cfgErr("--client-cmd is one client process: not with --procs or --shard")
+		}
 	}
 	if _, err := swarm.ParseBind(s.Bind); err != nil {
 		return &ConfigError{Err: fmt.Errorf("--bind: %w", err)}

@@ -25,9 +25,12 @@ import (
 // TestMain doubles as the processes the campaign starts: with
 // VOLANOGO_TEST_SERVE set, the test binary is a chat server that prints
 // its ready line as `volanogo serve` does and serves until SIGTERM; with
-// VOLANOGO_TEST_SHARD set, it is a shard process (RunShard).
+// VOLANOGO_TEST_SHARD set, it is a shard process (RunShard); with the
+// argument stand-in-mark, it stands in for the original Mark (helperMark).
 func TestMain(m *testing.M) {
 	switch {
+	case len(os.Args) > 1 && os.Args[1] == "stand-in-mark":
+		os.Exit(helperMark(os.Args[2:]))
 	case os.Getenv("VOLANOGO_TEST_SERVE") != "":
 		os.Exit(helperServe(os.Args[1:]))
 	case os.Getenv("VOLANOGO_TEST_SHARD") != "":
@@ -86,6 +89,54 @@ func helperServe(args []string) int {
 	_ = s.Shutdown(sctx)
 	return 0
 }
+
+// helperMark stands in for the original Mark: "HOST PORT ROOMS USERS
+// COUNT" runs the swarm and prints what Mark prints around its timed phase
+// ("Running the test ..." and its result lines); "fail" prints Mark's
+// failure and exits 1.
+func helperMark(args []string) int {
+	if len(args) == 1 && args[0] == "fail" {
+		fmt.Println("Mark3 in Room1 disconnected from server.")
+		fmt.Println("Test failed.")
+		return 1
+	}
+	if len(args) != 5 {
+		fmt.Fprintln(os.Stderr, "usage: HOST PORT ROOMS USERS COUNT")
+		return 2
+	}
+	n := make([]int, 3)
+	for i := range n {
+		n[i], _ = strconv.Atoi(args[2+i])
+	}
+	spec := swarm.Spec{Users: n[1], Count: n[2], StallTimeout: 10 * time.Second}
+	for r := 1; r <= n[0]; r++ {
+		spec.Rooms = append(spec.Rooms, r)
+	}
+	d, err := swarm.Run(context.Background(), spec, swarm.Target{Transport: swarm.TransportTCP, Addr: net.JoinHostPort(args[0], args[1])}, markObserver{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Printf("VolanoMark version = 2.13.4\nMessages sent      = %d\nMessages received  = %d\nTotal messages     = %d\n",
+		d.Counts.Sent, d.Counts.Received, d.Counts.Total)
+	fmt.Printf("Elapsed time       = %s seconds\n", results.FormatMarkSeconds(d.ElapsedMillis()))
+	if !d.Passed {
+		fmt.Println("Test failed.")
+		return 1
+	}
+	return 0
+}
+
+// markObserver prints Mark's line at the start of the timed phase.
+type markObserver struct{}
+
+func (markObserver) Phase(ph swarm.Phase, _ swarm.Progress) {
+	if ph == swarm.PhaseTimed {
+		fmt.Println("Running the test ...")
+	}
+}
+
+func (markObserver) Start(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 // serveArgv is a ServeCommand that runs this test binary as a server.
 func serveArgv(t *testing.T, ws bool) []string {

@@ -1,6 +1,9 @@
 package campaign
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // childAttr are the attributes of every process the campaign starts (a
 // server, a shard): its own process group, so that the terminal's SIGINT
@@ -12,4 +15,13 @@ import "syscall"
 // thread).
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// peakRSS is an exited child's peak resident memory in bytes (ru_maxrss is
+// in kilobytes on Linux).
+func peakRSS(st *os.ProcessState) int64 {
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		return ru.Maxrss * 1024
+	}
+	return 0
 }

@@ -120,7 +120,8 @@ type loadOptions struct {
 	bind                       []string
 	serverMetrics              string
 	serve                      bool
-	serverCmd                  string
+	serverCmd, clientCmd       string
+	clientTimeout              time.Duration
 	runs, discard              int
 	quiet, progress, keepGoing bool
 	batchReads, strictOrder    bool
@@ -224,6 +225,8 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.StringVar(&o.serverMetrics, "server-metrics", "", "Prometheus URL of the server, for its CPU and memory")
 	f.BoolVar(&o.serve, "serve", false, "start a fresh 'volanogo serve' on a free loopback port for each run")
 	f.StringVar(&o.serverCmd, "server-cmd", "", "start this server command for each run; {port} is replaced by a free port")
+	f.StringVar(&o.clientCmd, "client-cmd", "", "run this VolanoMark client (the original Mark, say) for each run instead of volanogo's; {host} {port} {rooms} {users} {count} {start} are replaced by the run's")
+	f.DurationVar(&o.clientTimeout, "client-timeout", campaign.DefaultClientTimeout, "--client-cmd: stop a client still running after this long (the original Mark never gives up)")
 	f.IntVar(&o.runs, "runs", 0, "runs per step (default 1; 4 for turn-taking with --serve or --server-cmd)")
 	f.IntVar(&o.discard, "discard", results.DefaultRunRule.Discard, "runs not counted at the start of each step")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
@@ -306,6 +309,8 @@ func (o *loadOptions) config() (campaign.Config, error) {
 		ServerMetrics: o.serverMetrics,
 		Serve:         o.serve,
 		ServerCmd:     o.serverCmd,
+		ClientCmd:     o.clientCmd,
+		ClientTimeout: o.clientTimeout,
 		Runs:          o.runs,
 		Discard:       o.discard,
 		Label:         o.label,

@@ -69,7 +69,7 @@ func TestLoadFlags(t *testing.T) {
 					Spec: swarm.Spec{Users: 5, Count: 0, Duration: 5 * time.Second, ConnectRate: 100, ConnectConcurrency: 4,
 						StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"}, SLO: 50 * time.Millisecond},
 					Transport: "ws", URL: "ws://h:1/chat", Label: "L", ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2,
-					SplitWhenNeeded: true, CommandLine: c.CommandLine}, c)
+					ClientTimeout: 10 * time.Minute, SplitWhenNeeded: true, CommandLine: c.CommandLine}, c)
 			}},
 		{args: []string{"--serve", "--server-cmd", "x {port}"}, check: func(t *testing.T, c campaign.Config) {
 			assert.True(t, c.Serve)
@@ -79,6 +79,10 @@ func TestLoadFlags(t *testing.T) {
 		}},
 		{args: []string{"--serve", "--transport", "ws"}, check: func(t *testing.T, c campaign.Config) {
 			assert.Contains(t, c.ServeCommand, "--ws-listen")
+		}},
+		{args: []string{"--client-cmd", "mark.sh -port {port}", "--client-timeout", "1m"}, check: func(t *testing.T, c campaign.Config) {
+			assert.Equal(t, "mark.sh -port {port}", c.ClientCmd)
+			assert.Equal(t, time.Minute, c.ClientTimeout)
 		}},
 		{args: []string{"--strict-order", "--batch-reads"}, check: func(t *testing.T, c campaign.Config) {
 			assert.True(t, c.Spec.StrictOrder)

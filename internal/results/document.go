@@ -150,6 +150,9 @@ type Config struct {
 	// ServerCommand is the command that started the server, when the client
 	// started it (--serve or --server-cmd).
 	ServerCommand []string `json:"server_command,omitempty"`
+	// ClientCommand is the external client that made the run (--client-cmd,
+	// the original Mark say) instead of volanogo's swarm.
+	ClientCommand []string `json:"client_command,omitempty"`
 }
 
 // Environment describes a machine. OpenFilesSoft and OpenFilesHard are

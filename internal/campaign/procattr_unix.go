@@ -1,8 +1,11 @@
-//go:build !linux
+//go:build unix && !linux
 
 package campaign
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // childAttr are the attributes of every process the campaign starts: its
 // own process group, so that the terminal's SIGINT reaches the campaign
@@ -11,3 +14,6 @@ import "syscall"
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// peakRSS is 0 (unknown) outside Linux: ru_maxrss has other units here.
+func peakRSS(*os.ProcessState) int64 { return 0 }
