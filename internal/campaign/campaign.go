@@ -274,10 +274,7 @@ func serverStartFailure(ctx context.Context, cfg *Config, spec runSpec, err erro
 // (nil: not at all) around its timed phase.
 func runLocal(ctx context.Context, cfg *Config, spec runSpec, target swarm.Target, probe serverProbe, sink Sink) (*results.Document, error) {
 	obs := &localObserver{ctx: ctx, probe: probe, sink: sink, startAt: spec.startAt}
-	var before serverSample
-	if probe != nil {
-		before = probe.sample(ctx)
-	}
+	before := cfg.before(ctx, probe)
 	s := cfg.Spec
 	s.Rooms = ShardRooms(cfg.Start, spec.rooms, cfg.ShardIndex, cfg.ShardCount)
 	doc, err := swarm.Run(ctx, s, target, obs)
@@ -291,6 +288,18 @@ func runLocal(ctx context.Context, cfg *Config, spec runSpec, target swarm.Targe
 	}
 	cfg.finish(ctx, doc, probe, before, obs.timed)
 	return doc, nil
+}
+
+// before samples the server before a run: at rest, for a run whose leaks
+// are checked (churn, storm).
+func (c *Config) before(ctx context.Context, probe serverProbe) serverSample {
+	switch {
+	case probe == nil:
+		return serverSample{}
+	case c.Spec.Scenario == results.ScenarioChurn || c.Spec.Scenario == results.ScenarioStorm:
+		return baseline(ctx, probe)
+	}
+	return probe.sample(ctx)
 }
 
 // timedWindow is what the campaign read of the server over a timed phase:
@@ -335,8 +344,18 @@ func (o *localObserver) Start(context.Context) (time.Time, error) { return o.sta
 // whether it ran out of descriptors; then the verdicts that follow.
 func (c *Config) finish(ctx context.Context, doc *results.Document, probe serverProbe, before serverSample, w timedWindow) {
 	if probe != nil {
+		// After a churn or a storm, what the server kept is checked once
+		// its figures settle.
+		var l *results.Leaks
+		var what string
+		switch {
+		case doc.Churn != nil:
+			l, what = &doc.Churn.Leaks, fmt.Sprintf("%d sequences", doc.Churn.Sequences)
+		case doc.Storm != nil:
+			l, what = &doc.Storm.Leaks, fmt.Sprintf("a storm of %d reconnections", doc.Storm.Reconnected)
+		}
 		var after serverSample
-		if doc.Churn != nil && !doc.Interrupted {
+		if l != nil && !doc.Interrupted {
 			after = settle(context.WithoutCancel(ctx), probe, before)
 		} else {
 			after = probe.sample(context.WithoutCancel(ctx))
@@ -348,12 +367,12 @@ func (c *Config) finish(ctx context.Context, doc *results.Document, probe server
 				doc.Server.RSSEndBytes = max(doc.Server.RSSEndBytes, after.rss)
 			}
 		}
-		if doc.Churn != nil && before.ok && after.ok && !doc.Interrupted {
-			leaks(doc.Churn, before, after)
+		if l != nil && before.ok && after.ok && !doc.Interrupted {
+			leaks(l, before, after)
 			if doc.Server != nil {
 				doc.Server.Goroutines, doc.Server.OpenFDs = after.goroutines, after.openFDs
 			}
-			if msg := leakFailure(doc.Churn); msg != "" {
+			if msg := leakFailure(what, *l); msg != "" {
 				addFailure(doc, results.Failure{Kind: results.FailLeak, Count: 1, Example: msg, At: time.Now()})
 			}
 		}

@@ -319,12 +319,13 @@ func TestChurnLeaks(t *testing.T) {
 }
 
 func TestChurnLeakFails(t *testing.T) {
-	c := &results.Churn{Sequences: 10}
-	leaks(c, serverSample{ok: true, hasOpen: true, open: 0, goroutines: 10, openFDs: 20},
+	var l results.Leaks
+	leaks(&l, serverSample{ok: true, hasOpen: true, open: 0, goroutines: 10, openFDs: 20},
 		serverSample{ok: true, hasOpen: true, open: 2, goroutines: 14, openFDs: 22})
-	assert.Equal(t, results.Churn{Sequences: 10, LeakedConnections: 2, LeakedGoroutines: 4, LeakedFDs: 2}, *c)
-	assert.Contains(t, leakFailure(c), "2 more connections open, 4 more goroutines and 2 more descriptors")
-	assert.Empty(t, leakFailure(&results.Churn{Sequences: 10}))
+	assert.Equal(t, results.Leaks{LeakedConnections: 2, LeakedGoroutines: 4, LeakedFDs: 2}, l)
+	assert.Equal(t, "after 10 sequences the server still has 2 more connections open, 4 more goroutines and 2 more descriptors than before the run",
+		leakFailure("10 sequences", l))
+	assert.Empty(t, leakFailure("10 sequences", results.Leaks{}))
 }
 
 func TestServerCPUs(t *testing.T) {
@@ -530,4 +531,25 @@ func TestMarkLines(t *testing.T) {
 	assert.Zero(t, m.elapsedMs)
 	assert.True(t, m.failed)
 	assert.Equal(t, "Mark1 in Room2 disconnected from server.", m.disconnectedExample)
+}
+
+// TestStormLeaks: a reconnect storm against a fresh server, then the
+// server's state checked: nothing left behind.
+func TestStormLeaks(t *testing.T) {
+	checkGoroutines(t)
+	cfg := Config{Serve: true, ServeCommand: serveArgv(t, false), Steps: []int{3},
+		Spec: swarm.Spec{Scenario: results.ScenarioStorm, Users: 4, Pause: 50 * time.Millisecond, Duration: 2 * time.Second,
+			StormAt: 700 * time.Millisecond, StallTimeout: 5 * time.Second}}
+	rec := &recorder{}
+	_, err := Run(context.Background(), cfg, rec)
+	require.NoError(t, err, rec.out())
+	require.Len(t, rec.docs, 1, "one run by default: a storm has no Mark score")
+	d := rec.docs[0]
+	require.NotNil(t, d.Storm)
+	assert.Equal(t, int64(12), d.Storm.Reconnected)
+	assert.Equal(t, results.Leaks{}, d.Storm.Leaks)
+	require.NotNil(t, d.Server)
+	assert.Positive(t, d.Server.Goroutines)
+	assert.Equal(t, results.ScenarioStorm, d.Config.Scenario)
+	require.NoError(t, d.Validate())
 }

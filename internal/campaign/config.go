@@ -268,6 +268,10 @@ func (c *Config) normalizeScaleOut() error {
 		if s.Pause > 0 {
 			s.Scenario = results.ScenarioPaced
 		}
+	case results.ScenarioStorm:
+		if s.Pause <= 0 {
+			return cfgErr("--scenario storm: a storm is a paced run: give -pause")
+		}
 	case results.ScenarioChurn:
 		if s.Count < 1 {
 			return cfgErr("--scenario churn: -count must be at least 1 (sequences per user)")
@@ -276,7 +280,7 @@ func (c *Config) normalizeScaleOut() error {
 			return cfgErr("--scenario churn: -pause does not apply")
 		}
 	default:
-		return cfgErr("--scenario: %q is not turns, paced or churn", s.Scenario)
+		return cfgErr("--scenario: %q is not turns, paced, churn or storm", s.Scenario)
 	}
 	if c.ShardCount != 0 || c.ShardIndex != 0 {
 		if c.ShardCount < 1 || c.ShardIndex < 0 || c.ShardIndex >= c.ShardCount {

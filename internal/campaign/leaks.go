@@ -13,6 +13,24 @@ import (
 // to what they were before the run; what is still above then is a leak.
 var LeakSettle = 5 * time.Second
 
+// baseline is the server's state at rest before a run that checks for
+// leaks: samples until two in a row agree (at most LeakSettle), since a
+// server just started may still be opening what it keeps (a descriptor,
+// a goroutine, a JVM's threads).
+func baseline(ctx context.Context, srv serverProbe) serverSample {
+	prev := srv.sample(ctx)
+	deadline := time.Now().Add(LeakSettle)
+	for prev.ok && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		s := srv.sample(ctx)
+		if !s.ok || (s.open == prev.open && s.goroutines == prev.goroutines && s.openFDs == prev.openFDs) {
+			return s
+		}
+		prev = s
+	}
+	return prev
+}
+
 // settle samples the server until its connections, goroutines and
 // descriptors are back to before's (or LeakSettle has passed) and
 // returns the last sample.
@@ -30,28 +48,29 @@ func settle(ctx context.Context, srv serverProbe, before serverSample) serverSam
 	}
 }
 
-// leaks fills c's leaks from the server's state before and after the run.
-func leaks(c *results.Churn, before, after serverSample) {
-	c.LeakedConnections, c.LeakedGoroutines, c.LeakedFDs = 0, 0, 0
+// leaks fills l from the server's state before and after the run.
+func leaks(l *results.Leaks, before, after serverSample) {
+	*l = results.Leaks{}
 	if !before.ok || !after.ok {
 		return
 	}
 	if before.hasOpen && after.hasOpen {
-		c.LeakedConnections = max(0, after.open-before.open)
+		l.LeakedConnections = max(0, after.open-before.open)
 	}
 	if before.goroutines > 0 && after.goroutines > 0 {
-		c.LeakedGoroutines = max(0, after.goroutines-before.goroutines)
+		l.LeakedGoroutines = max(0, after.goroutines-before.goroutines)
 	}
 	if before.openFDs > 0 && after.openFDs > 0 {
-		c.LeakedFDs = max(0, after.openFDs-before.openFDs)
+		l.LeakedFDs = max(0, after.openFDs-before.openFDs)
 	}
 }
 
-// leakFailure is the failure for a churn run's leaks, "" if none.
-func leakFailure(c *results.Churn) string {
-	if c.LeakedConnections == 0 && c.LeakedGoroutines == 0 && c.LeakedFDs == 0 {
+// leakFailure is the failure for the leaks after what the run did (say,
+// "1000 sequences"), "" if none.
+func leakFailure(what string, l results.Leaks) string {
+	if !l.Any() {
 		return ""
 	}
-	return fmt.Sprintf("after %d sequences the server still has %d more connections open, %d more goroutines and %d more descriptors than before the run",
-		c.Sequences, c.LeakedConnections, c.LeakedGoroutines, c.LeakedFDs)
+	return fmt.Sprintf("after %s the server still has %d more connections open, %d more goroutines and %d more descriptors than before the run",
+		what, l.LeakedConnections, l.LeakedGoroutines, l.LeakedFDs)
 }

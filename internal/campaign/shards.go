@@ -127,10 +127,7 @@ func runShards(ctx context.Context, cfg *Config, n int, spec runSpec, target swa
 		argv = []string{exe, "shard"}
 	}
 	g := &shardGroup{cfg: cfg, spec: spec, probe: probe, events: make(chan shardEvent, 8*n)}
-	var before serverSample
-	if probe != nil {
-		before = probe.sample(ctx)
-	}
+	before := cfg.before(ctx, probe)
 	started := time.Now()
 	env := shardEnv(n)
 	for i := 0; i < n; i++ {

@@ -67,7 +67,8 @@ func TestLoadFlags(t *testing.T) {
 			check: func(t *testing.T, c campaign.Config) {
 				assert.Equal(t, campaign.Config{Host: "example.org", Port: 8001, Start: 3, Steps: []int{50},
 					Spec: swarm.Spec{Users: 5, Count: 0, Duration: 5 * time.Second, ConnectRate: 100, ConnectConcurrency: 4,
-						StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"}, SLO: 50 * time.Millisecond},
+						StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"}, SLO: 50 * time.Millisecond,
+						StormShare: 1, StormBackoff: 50 * time.Millisecond, StormBackoffMax: 2 * time.Second},
 					Transport: "ws", URL: "ws://h:1/chat", Label: "L", ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2,
 					ClientTimeout: 10 * time.Minute, SplitWhenNeeded: true, CommandLine: c.CommandLine}, c)
 			}},
@@ -84,6 +85,14 @@ func TestLoadFlags(t *testing.T) {
 			assert.Equal(t, "mark.sh -port {port}", c.ClientCmd)
 			assert.Equal(t, time.Minute, c.ClientTimeout)
 		}},
+		{args: []string{"--scenario", "storm", "--storm-at", "5s", "--storm-share", "0.25", "--storm-backoff", "10ms", "--storm-backoff-max", "1s"},
+			check: func(t *testing.T, c campaign.Config) {
+				assert.Equal(t, "storm", c.Spec.Scenario)
+				assert.Equal(t, 5*time.Second, c.Spec.StormAt)
+				assert.Equal(t, 0.25, c.Spec.StormShare)
+				assert.Equal(t, 10*time.Millisecond, c.Spec.StormBackoff)
+				assert.Equal(t, time.Second, c.Spec.StormBackoffMax)
+			}},
 		{args: []string{"--strict-order", "--batch-reads"}, check: func(t *testing.T, c campaign.Config) {
 			assert.True(t, c.Spec.StrictOrder)
 			assert.True(t, c.Spec.BatchReads)

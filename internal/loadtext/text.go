@@ -164,8 +164,13 @@ func Run(w io.Writer, d *results.Document) {
 	for _, x := range d.Warnings {
 		fmt.Fprintf(w, "Warning            = %s\n", x)
 	}
+	if st := d.Storm; st != nil {
+		fmt.Fprintf(w, "Storm              = %s\n", stormLine(d))
+	}
 	if d.Churn != nil {
-		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d))
+		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d, d.Churn.Leaks))
+	} else if d.Storm != nil {
+		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d, d.Storm.Leaks))
 	}
 	if d.Interrupted {
 		fmt.Fprintln(w, "Test interrupted.")
@@ -328,17 +333,32 @@ func writeChurnLines(w io.Writer, d *results.Document, ms int64) {
 	}
 }
 
-// leakLine says what the churn run left behind on the server.
-func leakLine(d *results.Document) string {
-	c := d.Churn
+// leakLine says what a churn or storm run left behind on the server.
+func leakLine(d *results.Document, l results.Leaks) string {
 	if d.Server == nil {
 		return "unknown (no server metrics: --server-metrics or --serve)"
 	}
-	s := fmt.Sprintf("%d connections, %+d goroutines, %+d descriptors left behind", c.LeakedConnections, c.LeakedGoroutines, c.LeakedFDs)
-	if c.LeakedConnections == 0 && c.LeakedGoroutines == 0 && c.LeakedFDs == 0 {
+	s := fmt.Sprintf("%d connections, %+d goroutines, %+d descriptors left behind", l.LeakedConnections, l.LeakedGoroutines, l.LeakedFDs)
+	if !l.Any() {
 		s += " (no leak)"
 	}
 	return s
+}
+
+// stormLine is a storm in one line: who dropped, came back and chatted
+// again, how long it took, what it cost.
+func stormLine(d *results.Document) string {
+	st := d.Storm
+	s := fmt.Sprintf("%d of %d users dropped at %.2f s, %d back", st.Dropped, st.Users, st.AtSeconds, st.Reconnected)
+	if h := d.Latency[results.LatencyReconnect]; h != nil && h.Count > 0 {
+		s += fmt.Sprintf(" (reconnect p50 %s, p99 %s, max %s)", fmtDur(h.P50), fmtDur(h.P99), fmtDur(h.Max))
+	}
+	if st.RecoverySeconds > 0 {
+		s += fmt.Sprintf(", every room chatting again after %s", fmtDur(int64(st.RecoverySeconds*1e9)))
+	} else {
+		s += fmt.Sprintf(", %d of them chatting again", st.Recovered)
+	}
+	return s + fmt.Sprintf("; %d attempts, %d chats not sent while away", st.Attempts, st.MissedSends)
 }
 
 // cpuShare is a CPU percentage (100 = one processor) and, on a machine of

@@ -26,7 +26,8 @@ func (d *Document) ElapsedMillis() int64 { return int64(math.Floor(d.ElapsedSeco
 // IsTurns reports whether the document is of a turn-taking run: the only
 // kind with Mark's score.
 func (d *Document) IsTurns() bool {
-	return d.Paced == nil && d.Churn == nil && d.Config.Scenario != ScenarioPaced && d.Config.Scenario != ScenarioChurn
+	return d.Paced == nil && d.Churn == nil && d.Storm == nil &&
+		d.Config.Scenario != ScenarioPaced && d.Config.Scenario != ScenarioChurn && d.Config.Scenario != ScenarioStorm
 }
 
 // Derive fills what follows from a document's counts, elapsed time and

@@ -91,6 +91,8 @@ type Document struct {
 	Paced *Paced `json:"paced,omitempty"`
 	// Churn is set for the connection-churn scenario.
 	Churn *Churn `json:"churn,omitempty"`
+	// Storm is set for the reconnect-storm scenario.
+	Storm *Storm `json:"storm,omitempty"`
 
 	// Source is where the document was read from (a file name, or "-"),
 	// set by Read; it is not part of the JSON.
@@ -123,6 +125,7 @@ const (
 	ScenarioTurns = "turns" // Mark's turn-taking (pause 0)
 	ScenarioPaced = "paced" // open loop, one message per user every pause
 	ScenarioChurn = "churn" // connect, enter, chat, exit, close, repeated
+	ScenarioStorm = "storm" // paced, with users dropping at once and reconnecting
 )
 
 // Config is the run's configuration as the client understood it.
@@ -209,6 +212,9 @@ const (
 	// LatencySequence: churn, one whole sequence (excluding each user's
 	// first, see Churn.First).
 	LatencySequence = "sequence"
+	// LatencyReconnect: storm, from a user's drop to its EnterRoom
+	// confirm on its new connection.
+	LatencyReconnect = "reconnect"
 	// LatencyFanoutFirst and LatencyFanoutLast: one value per broadcast,
 	// from the send of a chat to its arrival at the first and at the last
 	// of the other users of its room; LatencyFanoutSpread is the time
@@ -424,8 +430,40 @@ type Churn struct {
 	// First is the histogram of each user's first sequence (cold); the
 	// rest are in Latency[LatencySequence].
 	First *Histogram `json:"first,omitempty"`
-	// Leak is the server's state after the run compared with before it.
+	Leaks
+}
+
+// Leaks is what the server kept after a run (connections, goroutines,
+// descriptors) compared with before it, once its figures settled.
+type Leaks struct {
 	LeakedConnections int64 `json:"leaked_connections"`
 	LeakedGoroutines  int64 `json:"leaked_goroutines"`
 	LeakedFDs         int64 `json:"leaked_fds"`
+}
+
+// Any reports whether anything leaked.
+func (l Leaks) Any() bool {
+	return l.LeakedConnections != 0 || l.LeakedGoroutines != 0 || l.LeakedFDs != 0
+}
+
+// Storm is the outcome of the reconnect-storm scenario: a paced run in
+// which, AtSeconds into the timed phase, Dropped of the Users dropped their
+// connections at once and reconnected with jittered back-off
+// (Latency[reconnect] holds each one's time from its drop to its
+// EnterRoom confirm). RecoverySeconds is the time from the storm until
+// every dropped user was back in its room and had received a chat sent
+// after its return; 0 when some never recovered. Chats a receiver should
+// have had while in its room are in Integrity.Lost.
+type Storm struct {
+	AtSeconds       float64 `json:"at_seconds"`
+	Users           int64   `json:"users"`
+	Dropped         int64   `json:"dropped"`
+	Reconnected     int64   `json:"reconnected"`
+	Recovered       int64   `json:"recovered"`
+	Attempts        int64   `json:"attempts"`
+	RecoverySeconds float64 `json:"recovery_seconds"`
+	// MissedSends counts the scheduled chats that dropped users did not
+	// send while they were away.
+	MissedSends int64 `json:"missed_sends"`
+	Leaks
 }

@@ -38,6 +38,7 @@ import (
 //     recomputed over the merged total;
 //   - Integrity: counts add, MaxDisplacement is the largest, StrictOrder
 //     if any;
+//   - Storm: counts add, the recovery and the leaks are the largest;
 //   - Paced: users and rates add, Broken if any; Churn: sequences and
 //     leaks add (leaks: the largest), rates are recomputed, First merges.
 func Merge(shards []*Document) (*Document, error) {
@@ -210,6 +211,22 @@ func Merge(shards []*Document) (*Document, error) {
 				add(&mg.Outside.Entered, o.Entered)
 				add(&mg.Outside.Exited, o.Exited)
 			}
+		}
+		if st := d.Storm; st != nil {
+			if m.Storm == nil {
+				m.Storm = &Storm{AtSeconds: st.AtSeconds}
+			}
+			ms := m.Storm
+			add(&ms.Users, st.Users)
+			add(&ms.Dropped, st.Dropped)
+			add(&ms.Reconnected, st.Reconnected)
+			add(&ms.Recovered, st.Recovered)
+			add(&ms.Attempts, st.Attempts)
+			add(&ms.MissedSends, st.MissedSends)
+			ms.RecoverySeconds = max(ms.RecoverySeconds, st.RecoverySeconds)
+			ms.LeakedConnections = max(ms.LeakedConnections, st.LeakedConnections)
+			ms.LeakedGoroutines = max(ms.LeakedGoroutines, st.LeakedGoroutines)
+			ms.LeakedFDs = max(ms.LeakedFDs, st.LeakedFDs)
 		}
 		if d.Churn != nil {
 			if m.Churn == nil {

@@ -49,7 +49,7 @@ func shardDocs(t *testing.T) []*Document {
 		d.Client = Usage{CPUUserSeconds: float64(n), CPUSystemSeconds: 0.5 * float64(n), PeakRSSBytes: 10 << 20 * n}
 		d.Server = nil
 		d.Paced = &Paced{ConcurrentUsers: 100 * n, InPerSecond: 10 * float64(n), OutPerSecond: 20 * float64(n)}
-		d.Churn = &Churn{Sequences: 50 * n, First: e, LeakedFDs: n}
+		d.Churn = &Churn{Sequences: 50 * n, First: e, Leaks: Leaks{LeakedFDs: n}}
 		docs = append(docs, d)
 	}
 	docs[1].Server = &ServerUsage{Source: "metrics", CPUSeconds: 30, CPUPercent: 75, RSSStartBytes: 1, RSSEndBytes: 2, CPUPerMessageMicros: 75}

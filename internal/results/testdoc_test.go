@@ -68,7 +68,7 @@ func fullDocument(t testing.TB) *Document {
 			OpenConnections: 1, Goroutines: 10, OpenFDs: 12},
 		Paced: &Paced{ConcurrentUsers: 300, InPerSecond: 300, OutPerSecond: 600, Broken: true, Reason: "p99 over SLO"},
 		Churn: &Churn{Sequences: 1000, SequencesPerSecond: 25, First: enc3,
-			LeakedConnections: 1, LeakedGoroutines: 2, LeakedFDs: 3},
+			Leaks: Leaks{LeakedConnections: 1, LeakedGoroutines: 2, LeakedFDs: 3}},
 	}
 }
 

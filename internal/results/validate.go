@@ -146,6 +146,19 @@ func (d *Document) Validate() error {
 		nonNegF("paced.in_per_second", p.InPerSecond)
 		nonNegF("paced.out_per_second", p.OutPerSecond)
 	}
+	if st := d.Storm; st != nil {
+		nonNegF("storm.at_seconds", st.AtSeconds)
+		nonNeg("storm.users", st.Users)
+		nonNeg("storm.dropped", st.Dropped)
+		nonNeg("storm.reconnected", st.Reconnected)
+		nonNeg("storm.recovered", st.Recovered)
+		nonNeg("storm.attempts", st.Attempts)
+		nonNegF("storm.recovery_seconds", st.RecoverySeconds)
+		nonNeg("storm.missed_sends", st.MissedSends)
+		if st.Reconnected > st.Dropped || st.Recovered > st.Reconnected {
+			bad("storm: %d recovered and %d reconnected of %d dropped", st.Recovered, st.Reconnected, st.Dropped)
+		}
+	}
 	if ch := d.Churn; ch != nil {
 		nonNeg("churn.sequences", ch.Sequences)
 		nonNegF("churn.sequences_per_second", ch.SequencesPerSecond)

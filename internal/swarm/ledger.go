@@ -103,6 +103,9 @@ type senderLog struct {
 	window uint64 // bit i: number next+1+i has been received
 	max    int64  // the highest number received
 	got    int64  // distinct numbers received
+	// bits, when set (a storm, where a receiver misses whole stretches of
+	// a sender's chats), is every number received: bit j of word j/64.
+	bits []uint64
 }
 
 // windowSize is how far past the lowest missing number a receiver keeps
@@ -126,6 +129,9 @@ func (l *senderLog) accept(j int64) (a arrival, late bool) {
 		l.next = 1
 	}
 	late = j < l.max
+	if l.bits != nil {
+		return l.acceptExact(j, late)
+	}
 	switch {
 	case j < l.next:
 		return arrDuplicate, late
@@ -150,6 +156,29 @@ func (l *senderLog) accept(j int64) (a arrival, late bool) {
 	l.got++
 	l.max = max(l.max, j)
 	return a, late
+}
+
+// acceptExact is accept with the exact set of numbers (bits).
+func (l *senderLog) acceptExact(j int64, late bool) (arrival, bool) {
+	w, bit := j/64, uint64(1)<<uint(j%64)
+	if w >= int64(len(l.bits)) {
+		l.got++
+		l.max = max(l.max, j)
+		return arrUntracked, late
+	}
+	if l.bits[w]&bit != 0 {
+		return arrDuplicate, late
+	}
+	l.bits[w] |= bit
+	l.got++
+	l.max = max(l.max, j)
+	return arrFresh, late
+}
+
+// has reports whether number j was received (a storm's exact ledger).
+func (l *senderLog) has(j int64) bool {
+	w := j / 64
+	return w < int64(len(l.bits)) && l.bits[w]&(uint64(1)<<uint(j%64)) != 0
 }
 
 // ledger is one receiver's account of its room's chats, kept by the
@@ -245,6 +274,22 @@ func (u *user) roomOrder(k int64) {
 	rs.reorderOnce.Do(func() { rs.firstReorder = msg })
 }
 
+// stormMissing counts the chats of sender s that u should have had (sent
+// while u was in its room) and did not, with the first of them.
+func (u *user) stormMissing(s *user, l *senderLog) (missing, first int64) {
+	for j := 1; j < len(s.storm.sendTimes); j++ {
+		t := s.storm.sendTimes[j].Load()
+		if t <= 0 || !u.storm.expects(t) || l.has(int64(j)) {
+			continue
+		}
+		if missing == 0 {
+			first = int64(j)
+		}
+		missing++
+	}
+	return missing, first
+}
+
 // fanSlot gathers the arrivals of one broadcast at the other users of its
 // room, for the fan-out histograms: the earliest and the latest arrival,
 // and how many have arrived. The last receiver records the broadcast.
@@ -318,6 +363,14 @@ func (rs *runState) integrity(ranToEnd bool) *results.Integrity {
 				// except in a room that had stalled for the stall
 				// timeout: what it misses then is lost.
 				if s == u || !(ranToEnd || r.stalled) {
+					continue
+				}
+				if u.storm != nil {
+					m, first := u.stormMissing(s, &l.from[i])
+					missing += m
+					if m > 0 && lostExample == "" {
+						lostExample = fmt.Sprintf("%s never received chat %d of Mark%d, sent while it was in the room", u, first, i+1)
+					}
 					continue
 				}
 				sent := s.sentCount(rs.paced)

@@ -56,6 +56,9 @@ type runState struct {
 	reorderOnce  sync.Once
 	firstReorder string
 
+	// stormRun is the run's storm (nil in other runs).
+	stormRun *stormRun
+
 	linksMu sync.Mutex
 	links   []*link
 	closed  bool
@@ -195,6 +198,9 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 	if spec.Scenario == results.ScenarioChurn {
 		return rs.churn(ctx, doc, obs), nil
 	}
+	if spec.Scenario == results.ScenarioStorm {
+		rs.initStorm()
+	}
 
 	// Watch the context during set-up.
 	setupDone := make(chan struct{})
@@ -259,7 +265,7 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 				}
 				var err error
 				if rs.paced {
-					err = u.pacedRead()
+					err = u.pacedReadLoop(ctx)
 				} else {
 					err = u.turns()
 				}
@@ -283,6 +289,14 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 	begin := time.Now()
 	rs.base = nanotime()
 	rs.startTimeline(begin)
+	if rs.stormRun != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-rs.startCh
+			rs.drop(ctx)
+		}()
+	}
 	rs.enter(obs, PhaseTimed)
 	// Paced: the timed phase is over when the chats in flight have
 	// arrived, before the users leave (each exit fetches the room list,
@@ -431,7 +445,7 @@ func (rs *runState) sendersFinished() bool {
 	}
 	for _, r := range rs.rooms {
 		for _, u := range r.users {
-			if u.sentA.Load() < int64(rs.spec.Count) {
+			if !u.doneSending.Load() {
 				return false
 			}
 		}
@@ -442,6 +456,9 @@ func (rs *runState) sendersFinished() bool {
 // drained reports whether every paced message sent has reached every
 // other member of its room.
 func (rs *runState) drained() bool {
+	if rs.stormRun != nil {
+		return rs.stormDrained()
+	}
 	for _, r := range rs.rooms {
 		var sent int64
 		for _, u := range r.users {
@@ -540,6 +557,9 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 		Peak:        rs.peak.Load(),
 	}
 	doc.Client.PeakRSSBytes = sysinfo.PeakRSS()
+	if rs.stormRun != nil {
+		rs.stormOutcome(doc)
+	}
 	doc.Failures = rs.failures.List()
 	if rs.paced {
 		doc.Paced = pacedOutcome(rs, doc)

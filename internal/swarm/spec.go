@@ -23,6 +23,11 @@ const (
 	DefaultConnectConcurrency = 16
 	DefaultStallTimeout       = 30 * time.Second
 	DefaultSLO                = time.Second
+	// DefaultStormBackoff and DefaultStormBackoffMax are the back-off of a
+	// storm's reconnections: a random wait up to 50 ms before the first
+	// attempt, doubling to at most 2 s.
+	DefaultStormBackoff    = 50 * time.Millisecond
+	DefaultStormBackoffMax = 2 * time.Second
 )
 
 // MarkText is the text of every chat Mark sends: "123456789 " six times.
@@ -81,8 +86,17 @@ type Spec struct {
 	// original server does not: by default reordering is counted and
 	// reported, not a failure).
 	StrictOrder bool
-	// Seed seeds the random offsets of paced users (0: from the clock).
+	// Seed seeds the random offsets of paced users and the choice of a
+	// storm's users (0: from the clock).
 	Seed int64
+
+	// A storm (Scenario results.ScenarioStorm) is a paced run in which,
+	// StormAt into the timed phase (default: a third of it), StormShare of
+	// the users (default all) drop their connections at once and reconnect:
+	// each waits a random time up to StormBackoff (doubling at each failed
+	// attempt, at most StormBackoffMax) before each attempt.
+	StormAt, StormBackoff, StormBackoffMax time.Duration
+	StormShare                             float64
 }
 
 // Phase is a stage of a run, as an Observer learns of it.
@@ -182,6 +196,34 @@ func (s *Spec) normalize(t Target) error {
 		} else {
 			s.Scenario = results.ScenarioTurns
 		}
+	case results.ScenarioStorm:
+		if s.Pause <= 0 {
+			return cfgErr("storm: a storm is a paced run: give a pause")
+		}
+		if s.StormShare == 0 {
+			s.StormShare = 1
+		}
+		if s.StormBackoff <= 0 {
+			s.StormBackoff = DefaultStormBackoff
+		}
+		if s.StormBackoffMax <= 0 {
+			s.StormBackoffMax = DefaultStormBackoffMax
+		}
+		length := s.Duration
+		if length <= 0 {
+			length = time.Duration(s.Count) * s.Pause
+		}
+		if s.StormAt <= 0 {
+			s.StormAt = length / 3
+		}
+		switch {
+		case s.StormShare < 0 || s.StormShare > 1:
+			return cfgErr("storm: the share of users must be between 0 and 1 (%g)", s.StormShare)
+		case s.StormAt >= length:
+			return cfgErr("storm: at %s, the run is over (it lasts %s)", s.StormAt, length)
+		case s.StormBackoffMax < s.StormBackoff:
+			return cfgErr("storm: the longest back-off (%s) is shorter than the first (%s)", s.StormBackoffMax, s.StormBackoff)
+		}
 	case results.ScenarioChurn:
 		if s.Count < 1 {
 			return cfgErr("churn: count must be at least 1 (sequences per user)")
@@ -190,7 +232,7 @@ func (s *Spec) normalize(t Target) error {
 			return cfgErr("churn: pause does not apply")
 		}
 	default:
-		return cfgErr("scenario %q is not turns, paced or churn", s.Scenario)
+		return cfgErr("scenario %q is not turns, paced, churn or storm", s.Scenario)
 	}
 	switch {
 	case len(s.Rooms) == 0:
@@ -225,5 +267,7 @@ func (s *Spec) normalize(t Target) error {
 	return nil
 }
 
-// paced reports whether the spec is a paced run.
-func (s *Spec) paced() bool { return s.Scenario == results.ScenarioPaced }
+// paced reports whether the spec is a paced run (a storm is one).
+func (s *Spec) paced() bool {
+	return s.Scenario == results.ScenarioPaced || s.Scenario == results.ScenarioStorm
+}

@@ -72,7 +72,10 @@ func TestSpecErrors(t *testing.T) {
 		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: "udp"}, `transport "udp" is not tcp or ws`},
 		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: TransportWS, URL: "http://x"}, `"http://x" is not a ws:// or wss:// URL`},
 		{Spec{Rooms: []int{1}, Count: 1, Bind: []string{"nope"}}, tcp, `"nope" is not an address`},
-		{Spec{Rooms: []int{1}, Count: 1, Scenario: "storm"}, tcp, `scenario "storm" is not turns, paced or churn`},
+		{Spec{Rooms: []int{1}, Count: 1, Scenario: "hurricane"}, tcp, `scenario "hurricane" is not turns, paced, churn or storm`},
+		{Spec{Rooms: []int{1}, Count: 1, Scenario: results.ScenarioStorm}, tcp, "storm: a storm is a paced run: give a pause"},
+		{Spec{Rooms: []int{1}, Count: 10, Pause: time.Second, Scenario: results.ScenarioStorm, StormAt: time.Minute}, tcp, "storm: at 1m0s, the run is over (it lasts 10s)"},
+		{Spec{Rooms: []int{1}, Count: 10, Pause: time.Second, Scenario: results.ScenarioStorm, StormShare: 2}, tcp, "storm: the share of users must be between 0 and 1 (2)"},
 		{Spec{Rooms: []int{1}, Count: 0, Scenario: results.ScenarioChurn, Duration: time.Second}, tcp, "churn: count must be at least 1"},
 	} {
 		_, err := Run(context.Background(), tc.spec, tc.target, &observer{})
@@ -593,4 +596,54 @@ func TestChurn(t *testing.T) {
 	assert.Equal(t, int64(24), d.Counts.Sent)
 	assert.Equal(t, results.Connections{Attempted: 24, Established: 24, Peak: d.Connections.Peak}, d.Connections)
 	assert.Zero(t, d.Score)
+}
+
+// TestStorm: every user of a paced run drops at once and reconnects; each
+// comes back, every room chats again, nothing that should have arrived is
+// lost, and the chats the users could not send while away are counted.
+func TestStorm(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	cfg := tcpConfig(s.Addr().String())
+	cfg.Scenario = results.ScenarioStorm
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 4, 5, 0, 50*time.Millisecond
+	cfg.Duration, cfg.StormAt = 3*time.Second, time.Second
+	cfg.StrictOrder = false
+	d := mustPass(t, cfg)
+	require.NotNil(t, d.Storm)
+	st := d.Storm
+	assert.Equal(t, int64(20), st.Users)
+	assert.Equal(t, int64(20), st.Dropped)
+	assert.Equal(t, int64(20), st.Reconnected)
+	assert.Equal(t, int64(20), st.Recovered)
+	assert.GreaterOrEqual(t, st.Attempts, int64(20))
+	assert.Positive(t, st.RecoverySeconds)
+	assert.Less(t, st.RecoverySeconds, 1.5, "back within the run")
+	assert.InDelta(t, 1.0, st.AtSeconds, 0.5)
+	assert.Positive(t, st.MissedSends, "the users' chats while away")
+	require.NotNil(t, d.Integrity)
+	assert.Zero(t, d.Integrity.Lost)
+	h := d.Latency[results.LatencyReconnect]
+	require.NotNil(t, h)
+	assert.Equal(t, int64(20), h.Count)
+	require.NotNil(t, d.Paced)
+	assert.False(t, d.Paced.Broken, d.Paced.Reason)
+}
+
+// TestStormShare: half of the users drop; the others stay, and must miss
+// nothing.
+func TestStormShare(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	cfg := tcpConfig(s.Addr().String())
+	cfg.Scenario = results.ScenarioStorm
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 2, 4, 40, 50*time.Millisecond
+	cfg.StormAt, cfg.StormShare = 700*time.Millisecond, 0.5
+	cfg.StrictOrder = false
+	d := mustPass(t, cfg)
+	require.NotNil(t, d.Storm)
+	assert.Equal(t, int64(4), d.Storm.Dropped)
+	assert.Equal(t, int64(4), d.Storm.Recovered)
+	assert.Zero(t, d.Integrity.Lost)
+	assert.Equal(t, int64(8*40)-d.Storm.MissedSends, d.Counts.Sent, "count is the scheduled chats, the missed ones included")
 }

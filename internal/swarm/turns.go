@@ -152,7 +152,7 @@ func (u *user) other(f protocol.Frame) error {
 	case protocol.IDPing:
 		if f.Type == protocol.Request {
 			b := protocol.AppendHeader(nil, protocol.IDPing, protocol.Response)
-			if err := u.l.write(b); err != nil {
+			if err := u.write(b); err != nil {
 				return u.failIO("write", err)
 			}
 		}
@@ -315,6 +315,12 @@ func (u *user) pacedRead() error {
 			if !fresh {
 				continue
 			}
+			if st := u.storm; st != nil && st.rejoinedAt > 0 && st.recoveredAt == 0 && j > 0 {
+				// Recovered: a chat sent after this user's return.
+				if sender := r.users[s-1].storm; j < int64(len(sender.sendTimes)) && sender.sendTimes[j].Load() > st.rejoinedAt {
+					st.recoveredAt = now
+				}
+			}
 			if j > 0 {
 				ring := r.users[s-1].ring
 				slot := &ring[j&int64(len(ring)-1)]
@@ -361,7 +367,7 @@ func (u *user) pacedSend(offset time.Duration) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var sent int64
-	for count == 0 || sent < count {
+	for k := int64(0); count == 0 || k < count; k++ {
 		if d := next - nanotime(); d > 0 {
 			timer.Reset(time.Duration(d))
 			select {
@@ -374,6 +380,13 @@ func (u *user) pacedSend(offset time.Duration) error {
 		if rs.stopping.Load() {
 			break
 		}
+		st := u.storm
+		if st != nil && st.down.Load() {
+			// Away in a storm: this chat is not sent.
+			st.missed.Add(1)
+			next += pause
+			continue
+		}
 		sent++
 		putNumber(u.chat[u.chatNumber:], sent)
 		slot := &u.ring[sent&int64(len(u.ring)-1)]
@@ -383,23 +396,38 @@ func (u *user) pacedSend(offset time.Duration) error {
 		now := nanotime()
 		slot.sent.Store(now)
 		slot.n.Store(sent)
+		if st != nil && sent < int64(len(st.sendTimes)) {
+			st.sendTimes[sent].Store(now)
+		}
 		u.r.progress.Add(1)
 		rs.timeline.AddElapsed(time.Duration(now-rs.base), 1, 0)
-		if err := u.l.write(u.chat); err != nil {
+		if err := u.write(u.chat); err != nil {
+			if st != nil && st.down.Load() {
+				// Dropped as it wrote: the chat did not leave, and its
+				// number goes to the next one.
+				if sent < int64(len(st.sendTimes)) {
+					st.sendTimes[sent].Store(0)
+				}
+				sent--
+				st.missed.Add(1)
+				next += pause
+				continue
+			}
 			return u.failIO("write", err)
 		}
 		u.sentA.Store(sent)
 		next += pause
 	}
+	u.doneSending.Store(true)
 	select {
 	case <-rs.drainedCh:
 	case <-rs.abortCh:
 		return nil
 	}
-	if err := u.l.write(u.exit); err != nil {
+	if err := u.write(u.exit); err != nil {
 		return u.failIO("write", err)
 	}
-	if err := u.l.write(u.roomList); err != nil {
+	if err := u.write(u.roomList); err != nil {
 		return u.failIO("write", err)
 	}
 	return nil

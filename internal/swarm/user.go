@@ -139,6 +139,11 @@ type user struct {
 	// Paced mode.
 	sentA atomic.Int64 // messages sent, published by the sender
 	ring  []sendSlot   // the sender's recent sends, by message number
+	// doneSending is set when the sender has sent (or, in a storm, missed)
+	// every scheduled chat.
+	doneSending atomic.Bool
+	// storm is the user's part of a storm (nil in other runs).
+	storm *stormUser
 }
 
 // sendSlot is a paced send: the message number and its times, written by
