@@ -276,18 +276,19 @@ func (u *user) roomOrder(k int64) {
 
 // stormMissing counts the chats of sender s that u should have had (sent
 // while u was in its room) and did not, with the first of them.
-func (u *user) stormMissing(s *user, l *senderLog) (missing, first int64) {
+func (u *user) stormMissing(s *user, l *senderLog) (missing, firstMissing int64) {
 	for j := 1; j < len(s.storm.sendTimes); j++ {
 		t := s.storm.sendTimes[j].Load()
-		if t <= 0 || !u.storm.expects(t) || l.has(int64(j)) {
+		first := s.storm.firstArrivals[j].Load()
+		if t <= 0 || (first == 0 && s.storm.droppedAfter(t)) || !u.storm.expects(t, first) || l.has(int64(j)) {
 			continue
 		}
 		if missing == 0 {
-			first = int64(j)
+			firstMissing = int64(j)
 		}
 		missing++
 	}
-	return missing, first
+	return missing, firstMissing
 }
 
 // fanSlot gathers the arrivals of one broadcast at the other users of its

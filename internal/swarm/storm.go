@@ -22,18 +22,25 @@ import (
 // NAME_TAKEN while the server still holds the old connection retried,
 // each attempt after a random wait up to the back-off, which doubles at
 // each failed attempt. While a user is away its scheduled chats are not
-// sent (missed), and its chats and those of the others it should have had
-// are judged by when it was in its room: a chat is expected by a receiver
-// only if it was sent while the receiver was in the room, and more than
-// dropGuard before the receiver dropped (it may have been in flight).
+// sent (missed), and the chats it should have had are judged by when it
+// was in its room. A receiver that stays to the end must have every chat
+// sent while it was in the room. Of the chats sent during a stay that ended
+// in a drop, a receiver must have those the server had surely delivered to
+// it: those that first reached the room at least dropGuard before the
+// latest first arrival of a chat the receiver did read in that stay (a
+// server relays a room's chats in order, give or take the guard). What it
+// had not read when it dropped may have been in its socket, discarded by
+// its own close: not the server's loss. Nor is a chat that reached no one,
+// sent by a user who then dropped (droppedAfter).
 
-// dropGuard is how long before a receiver's drop a chat may still have
-// been in flight to it, and so not be expected.
-const dropGuard = time.Second
+// dropGuard is how far apart two chats of a room may reach a user out of
+// the order in which they first reached the room.
+const dropGuard = 100 * time.Millisecond
 
 // stay is a time a user was in its room: from (nanotime; 0 for the set-up)
-// to to (0: to the end).
-type stay struct{ from, to int64 }
+// to to (0: to the end); horizon is the latest first arrival in the room of
+// a chat the user read during it.
+type stay struct{ from, to, horizon int64 }
 
 // stormUser is a user's part of a storm.
 type stormUser struct {
@@ -42,9 +49,10 @@ type stormUser struct {
 	linkMu sync.Mutex
 	// down is set from the drop until the user is back in its room.
 	down atomic.Bool
-	// sendTimes[j] is when the user sent its chat number j (0: not sent).
-	sendTimes []atomic.Int64
-	missed    atomic.Int64
+	// sendTimes[j] is when the user sent its chat number j (0: not sent),
+	// firstArrivals[j] when it first reached another user (0: not yet).
+	sendTimes, firstArrivals []atomic.Int64
+	missed                   atomic.Int64
 
 	// Owned by the user's reading goroutine (read once it has ended).
 	stays                              []stay
@@ -82,7 +90,7 @@ func (rs *runState) initStorm() {
 	n := maxSends(rs.spec)
 	for _, r := range rs.rooms {
 		for _, u := range r.users {
-			u.storm = &stormUser{sendTimes: make([]atomic.Int64, n+1), stays: []stay{{}}}
+			u.storm = &stormUser{sendTimes: make([]atomic.Int64, n+1), firstArrivals: make([]atomic.Int64, n+1), stays: []stay{{}}}
 			for i := range u.ledger.from {
 				u.ledger.from[i].bits = make([]uint64, (n+64)/64)
 			}
@@ -266,15 +274,54 @@ func (u *user) connectFresh(ctx context.Context) (*link, error) {
 	return u.connect(ctx)
 }
 
-// expects reports whether the user should have received a chat sent at t:
-// it was in its room then, and did not drop within dropGuard after.
-func (st *stormUser) expects(t int64) bool {
+// expects reports whether the user should have received a chat sent at
+// sent that first reached the room at first (0: never): sent during a
+// stay to the end, or during a stay that ended in a drop, if a chat the
+// user read in it first reached the room dropGuard after this one.
+func (st *stormUser) expects(sent, first int64) bool {
 	for _, s := range st.stays {
-		if t >= s.from && (s.to == 0 || t < s.to-int64(dropGuard)) {
+		if sent < s.from || (s.to != 0 && sent >= s.to) {
+			continue
+		}
+		if s.to == 0 || (first > 0 && first+int64(dropGuard) <= s.horizon) {
 			return true
 		}
 	}
 	return false
+}
+
+// droppedAfter reports whether the user dropped after sending at t, in
+// the same stay: a chat it sent that reached no one may have been in its
+// socket when it closed (a close with unread input resets the connection
+// and discards what the socket had not sent), and is expected by no one.
+func (st *stormUser) droppedAfter(t int64) bool {
+	for _, s := range st.stays {
+		if t >= s.from && s.to != 0 && t < s.to {
+			return true
+		}
+	}
+	return false
+}
+
+// read notes that the user read a chat that first reached the room at
+// first.
+func (st *stormUser) read(first int64) {
+	s := &st.stays[len(st.stays)-1]
+	s.horizon = max(s.horizon, first)
+}
+
+// arrived records that chat j of this sender reached a user at now.
+func (st *stormUser) arrived(j, now int64) {
+	if j < 1 || j >= int64(len(st.firstArrivals)) {
+		return
+	}
+	a := &st.firstArrivals[j]
+	for {
+		v := a.Load()
+		if (v != 0 && v <= now) || a.CompareAndSwap(v, now) {
+			return
+		}
+	}
 }
 
 // stormOutcome sums the storm's figures: who dropped, came back and

@@ -315,6 +315,13 @@ func (u *user) pacedRead() error {
 			if !fresh {
 				continue
 			}
+			if j > 0 && u.storm != nil {
+				sender := r.users[s-1].storm
+				sender.arrived(j, now)
+				if j < int64(len(sender.firstArrivals)) {
+					u.storm.read(sender.firstArrivals[j].Load())
+				}
+			}
 			if st := u.storm; st != nil && st.rejoinedAt > 0 && st.recoveredAt == 0 && j > 0 {
 				// Recovered: a chat sent after this user's return.
 				if sender := r.users[s-1].storm; j < int64(len(sender.sendTimes)) && sender.sendTimes[j].Load() > st.rejoinedAt {
