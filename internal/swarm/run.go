@@ -356,7 +356,9 @@ func (rs *runState) watch(ctx context.Context, allDone <-chan struct{}) (interru
 	for _, r := range rs.rooms {
 		r.wdProgress, r.wdAt = -1, now
 	}
-	draining := false
+	// The drain happens once: after it, the rooms' stall clocks run again
+	// until every user is done.
+	draining, drainedOnce := false, false
 	var drainStart int64
 	for {
 		select {
@@ -368,17 +370,17 @@ func (rs *runState) watch(ctx context.Context, allDone <-chan struct{}) (interru
 		case <-durC:
 			durC = nil
 			rs.stop()
-			if rs.paced {
+			if rs.paced && !drainedOnce {
 				draining, drainStart = true, nanotime()
 			}
 		case <-tick.C:
 			now := nanotime()
-			if rs.paced && !draining && rs.sendersFinished() {
+			if rs.paced && !draining && !drainedOnce && rs.sendersFinished() {
 				draining, drainStart = true, now
 			}
 			if draining {
 				if rs.drained() || now-drainStart > int64(rs.spec.StallTimeout) {
-					draining = false
+					draining, drainedOnce = false, true
 					if rs.onDrained != nil {
 						rs.onDrained()
 					}
@@ -569,7 +571,9 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 
 // pacedOutcome is the step's result for a capacity sweep.
 func pacedOutcome(rs *runState, doc *results.Document) *results.Paced {
-	p := &results.Paced{ConcurrentUsers: doc.Connections.Established}
+	// Users, not connections: a storm's reconnections are further
+	// connections of the same users.
+	p := &results.Paced{ConcurrentUsers: min(doc.Connections.Established, int64(len(rs.spec.Rooms)*rs.spec.Users))}
 	window := doc.ElapsedSeconds
 	if rs.spec.Duration > 0 && rs.spec.Duration.Seconds() < window {
 		window = rs.spec.Duration.Seconds()
