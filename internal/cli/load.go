@@ -251,10 +251,6 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	return cmd
 }
 
-// exitInterrupted is the exit status of an interrupted command: 128 +
-// SIGINT, as shells report a command that Ctrl-C stopped.
-const exitInterrupted = 130
-
 // defaultMarkFile is Mark's -file.
 const defaultMarkFile = "volano-mark.log"
 

@@ -34,8 +34,8 @@ var commands []func(*IO) *cobra.Command
 
 func register(newCmd func(*IO) *cobra.Command) { commands = append(commands, newCmd) }
 
-// UsageError is a bad command line: the command's usage is printed and the
-// process exits with status 2.
+// UsageError is a bad command line: the error and a hint to run --help
+// are printed and the process exits with status 2.
 type UsageError struct{ Err error }
 
 func (e *UsageError) Error() string { return e.Err.Error() }
@@ -104,16 +104,48 @@ func newVersionCmd(io *IO) *cobra.Command {
 	}
 }
 
+// Exit statuses of Main besides 0 (success) and 1 (failure).
+const (
+	// exitUsage is a bad command line.
+	exitUsage = 2
+	// exitInterrupted is the exit status of an interrupted command: 128 +
+	// SIGINT, as shells report a command that Ctrl-C stopped.
+	exitInterrupted = 130
+)
+
 // Main runs volanogo with args (without the program name) and returns the
-// process exit status: 0 success, 1 failure, 2 usage.
+// process exit status: 0 success, 1 failure, 2 usage, 130 interrupted (ctx
+// was cancelled, by SIGINT or SIGTERM in main, and the command failed),
+// or the status a command chose (ExitError: report --compare's 3).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	io := &IO{In: stdin, Out: stdout, Err: stderr}
-	root := NewRoot(io)
+	return execute(ctx, NewRoot(io), args, stderr)
+}
+
+// execute runs root with args and turns what the command returned into an
+// exit status, printing its error on stderr: one line, then for a usage
+// error one more, the hint "Run 'volanogo load --help' for usage.", never
+// the whole usage.
+func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	normalized := normalizeArgs(root, args)
 	root.SetArgs(normalized)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	if ctx.Err() != nil {
+		// Interrupted: whatever the command made of it (a failed run, a
+		// context error), the shell's convention is 128 + SIGINT.
+		var exit *ExitError
+		if !errors.As(err, &exit) || exit.Code != exitInterrupted {
+			fmt.Fprintln(stderr, errorLine(cmd, errors.New("interrupted")))
+		} else if exit.Msg != "" {
+			fmt.Fprintln(stderr, exit.Msg)
+		}
+		return exitInterrupted
 	}
 	var exit *ExitError
 	if errors.As(err, &exit) {
@@ -135,14 +167,69 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			err = fmt.Errorf("%s: illegal argument (unknown option)", typed)
 		}
 	}
-	if usage != nil || strings.HasPrefix(err.Error(), "unknown command") ||
-		strings.HasPrefix(err.Error(), "accepts ") || strings.HasPrefix(err.Error(), "requires ") {
-		fmt.Fprintf(stderr, "volanogo %s: %v\n", cmd.Name(), err)
-		fmt.Fprint(stderr, cmd.UsageString())
-		return 2
+	if usage != nil || isCobraUsage(err) {
+		fmt.Fprintln(stderr, errorLine(cmd, oneLine(err)))
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		return exitUsage
 	}
-	fmt.Fprintf(stderr, "volanogo %s: %v\n", cmd.Name(), err)
+	fmt.Fprintln(stderr, errorLine(cmd, err))
 	return 1
+}
+
+// isCobraUsage reports whether err is one of cobra's own command-line
+// errors (an unknown command, a wrong number of arguments).
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires ", "unknown flag", "unknown shorthand flag", "flag needs an argument"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorLine is err prefixed with the command's path ("volanogo load: …"),
+// unless the message already starts with it or with the program's name.
+func errorLine(cmd *cobra.Command, err error) string {
+	msg := err.Error()
+	path := cmd.CommandPath()
+	if strings.HasPrefix(msg, path+":") || strings.HasPrefix(msg, cmd.Root().Name()+" ") ||
+		strings.HasPrefix(msg, cmd.Root().Name()+":") {
+		return msg
+	}
+	return path + ": " + msg
+}
+
+// oneLine folds a multi-line error onto one line: cobra's "Did you mean
+// this?" list becomes "(did you mean load?)", and the redundant "for
+// \"volanogo\"" of an unknown command goes.
+func oneLine(err error) error {
+	s := err.Error()
+	head, rest, multi := strings.Cut(s, "\n")
+	if i := strings.Index(head, " for \""); strings.HasPrefix(head, "unknown command") && i >= 0 {
+		head = head[:i]
+	}
+	if !multi {
+		return errors.New(head)
+	}
+	var sugg []string
+	if _, list, ok := strings.Cut(rest, "Did you mean this?"); ok {
+		for _, l := range strings.Split(list, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				sugg = append(sugg, l)
+			}
+		}
+	} else {
+		for _, l := range strings.Split(rest, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				head += "; " + l
+			}
+		}
+	}
+	if len(sugg) > 0 {
+		head += " (did you mean " + strings.Join(sugg, " or ") + "?)"
+	}
+	return errors.New(head)
 }
 
 // normalizeArgs lets every command take its long options with one dash, as
