@@ -33,6 +33,8 @@ func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, e
 	s := &loadSink{text: streams.Out, output: o.output}
 	if o.output == "-" {
 		s.text, s.docOut = streams.Err, streams.Out
+	} else if err := checkOutputPath(o.output); err != nil {
+		return nil, err
 	}
 	if o.file != "" {
 		f, err := os.Create(o.file)
@@ -99,6 +101,23 @@ func (s *loadSink) writeDocument(many bool, d *results.Document) error {
 		return err
 	}
 	s.files = append(s.files, path)
+	return nil
+}
+
+// checkOutputPath refuses, before any run, an -o that is neither a
+// directory (a link to one is fine: the documents go inside it) nor a
+// regular file or a new name: a symbolic link to a file, a device or a
+// FIFO is never replaced.
+func checkOutputPath(o string) error {
+	if o == "" {
+		return nil
+	}
+	if fi, err := os.Stat(o); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := results.CheckOutput(o); err != nil {
+		return &UsageError{Err: fmt.Errorf("-o: %w", err)}
+	}
 	return nil
 }
 

@@ -126,7 +126,7 @@ the exit status is 1. No document at all is exit status 2.`,
 	f := cmd.Flags()
 	o.compare.fs = f
 	f.StringVar(&o.format, "format", "text", "output format: text, markdown, html, json or csv; when not given, the extension of -o FILE chooses (.html, .md, .json, .csv; else text)")
-	f.StringVarP(&o.output, "output", "o", "", "write the report to `FILE` (atomically) instead of standard output")
+	f.StringVarP(&o.output, "output", "o", "", "write the report to `FILE` (atomically; never over a symbolic link, device or FIFO) instead of standard output (-)")
 	f.IntVar(&o.discard, "discard", results.DefaultRunRule.Discard, "runs dropped first in every step (`N` runs)")
 	f.IntVar(&o.best, "best", results.DefaultRunRule.Best, "the score averages the best `N` counted runs")
 	f.IntVar(&o.of, "of", results.DefaultRunRule.Of, "counted runs per step after the discard (`N` runs)")
@@ -140,6 +140,11 @@ func runReport(cmd *cobra.Command, io *IO, o *reportOpts, args []string) error {
 	cmpLabels, paths, err := o.compare.resolve(args)
 	if err != nil {
 		return &UsageError{Err: err}
+	}
+	if o.output != "" && o.output != "-" {
+		if err := results.CheckOutput(o.output); err != nil {
+			return &UsageError{Err: fmt.Errorf("-o: %w", err)}
+		}
 	}
 	format := o.format
 	if !cmd.Flags().Changed("format") && o.output != "" {
@@ -200,40 +205,11 @@ func runReport(cmd *cobra.Command, io *IO, o *reportOpts, args []string) error {
 		if _, err := io.Out.Write(buf.Bytes()); err != nil {
 			return err
 		}
-	} else if err := writeAtomic(o.output, buf.Bytes()); err != nil {
-		return err
+	} else if err := results.WriteAtomic(o.output, buf.Bytes()); err != nil {
+		return fmt.Errorf("-o: %w", err)
 	}
 	if len(errs) > 0 {
 		return &ExitError{Code: 1, Msg: fmt.Sprintf("volanogo report: %d input(s) skipped", len(errs))}
-	}
-	return nil
-}
-
-// writeAtomic writes data to a temporary file beside path and renames it
-// over path, so that a reader never sees half a report.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write report %q: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write report %q: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write report %q: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write report %q: %w", path, err)
 	}
 	return nil
 }

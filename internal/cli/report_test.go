@@ -216,3 +216,19 @@ func TestReportHelp(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 }
+
+// TestReportOutputDash: -o - is standard output, and a file is written
+// whole (atomically).
+func TestReportOutputDash(t *testing.T) {
+	code, out, errOut := run(t, "report", "-o", "-", fixture("cpus"))
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Is it fast?")
+
+	path := filepath.Join(t.TempDir(), "r.md")
+	code, out, errOut = run(t, "report", "-o", path, fixture("cpus"))
+	assert.Equal(t, 0, code, errOut)
+	assert.Empty(t, out)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(data), "# Volanogo report"))
+}

@@ -2,8 +2,10 @@ package results
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,14 +42,68 @@ func marshal(d *Document) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// WriteFile writes d to path atomically: it writes a temporary file in the
-// same directory, syncs it, and renames it over path, so that a reader sees
-// either the old file or the whole new one, and an interrupted writer leaves
-// no partial document behind (at most a ".tmp" file, removed on error).
-// The file's mode is 0644.
-func WriteFile(path string, d *Document) (err error) {
+// WriteFile writes d to path with WriteAtomic.
+func WriteFile(path string, d *Document) error {
 	data, err := marshal(d)
 	if err != nil {
+		return err
+	}
+	if err := WriteAtomic(path, data); err != nil {
+		return fmt.Errorf("write result document: %w", err)
+	}
+	return nil
+}
+
+// ErrNotRegular is wrapped by the error of CheckOutput and WriteAtomic for
+// a path that exists and is not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// CheckOutput reports whether path may be written by WriteAtomic: it does
+// not exist yet, or it is a regular file. A symbolic link, a device, a
+// FIFO, a socket or a directory is never replaced (as root, renaming over
+// /dev/stdout would replace the device node with a file): the error names
+// the path and what it is, and wraps ErrNotRegular.
+func CheckOutput(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode().IsRegular():
+		return nil
+	}
+	return &fs.PathError{Op: "write", Path: path, Err: fmt.Errorf("%w (%s): volanogo writes only regular files; \"-\" is standard output", ErrNotRegular, fileKind(fi.Mode()))}
+}
+
+// fileKind names the type of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeDir != 0:
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// WriteAtomic writes data to path atomically: it writes a temporary file
+// in the same directory, syncs it, and renames it over path, so that a
+// reader sees either the old file or the whole new one, and an interrupted
+// writer leaves no partial file behind (at most a ".tmp" file, removed on
+// error). The file's mode is 0644. A path that exists and is not a
+// regular file is refused (CheckOutput). `volanogo load -o` and `volanogo
+// report -o` both write through it.
+func WriteAtomic(path string, data []byte) (err error) {
+	if err := CheckOutput(path); err != nil {
 		return err
 	}
 	dir, base := filepath.Split(path)
@@ -56,29 +112,35 @@ func WriteFile(path string, d *Document) (err error) {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("write result document %q: %w", path, err)
+		return err
 	}
 	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			_ = f.Close()
 			_ = os.Remove(tmp)
+			err = &fs.PathError{Op: "write", Path: path, Err: err}
 		}
 	}()
 	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write result document %q: %w", path, err)
+		return err
 	}
 	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write result document %q: %w", path, err)
+		return err
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write result document %q: %w", path, err)
+		return err
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("write result document %q: %w", path, err)
+		return err
+	}
+	// A file made at path meanwhile would be replaced by the rename; one
+	// that is not regular must not be.
+	if err = CheckOutput(path); err != nil {
+		return err
 	}
 	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write result document %q: %w", path, err)
+		return err
 	}
 	syncDir(dir)
 	return nil
