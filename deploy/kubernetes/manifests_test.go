@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,12 +17,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -125,26 +127,56 @@ func errorsJoin(errs []error) error {
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
 
-// loadManifests decodes every document of every *.yaml file here.
-func loadManifests(t *testing.T) []object {
+// manifestFiles are the manifests under this directory: every *.yaml but
+// the kustomization files.
+func manifestFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.yaml")
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && filepath.Ext(path) == ".yaml" && d.Name() != "kustomization.yaml" {
+			files = append(files, path)
+		}
+		return nil
+	})
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
+	return files
+}
+
+// decodeAll decodes every document of a YAML stream; source names it.
+func decodeAll(t *testing.T, source, data string) []object {
+	t.Helper()
+	docs := splitDocuments(data)
+	require.NotEmpty(t, docs, "%s has no document", source)
 	var objs []object
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		docs := splitDocuments(string(data))
-		require.NotEmpty(t, docs, "%s has no document", f)
-		for i, doc := range docs {
-			src := fmt.Sprintf("%s#%d", f, i+1)
-			kind, obj, err := decodeStrict(doc)
-			require.NoError(t, err, src)
-			objs = append(objs, object{source: src, kind: kind, obj: obj})
-		}
+	for i, doc := range docs {
+		src := fmt.Sprintf("%s#%d", source, i+1)
+		kind, obj, err := decodeStrict(doc)
+		require.NoError(t, err, src)
+		objs = append(objs, object{source: src, kind: kind, obj: obj})
 	}
 	return objs
+}
+
+// render is `kubectl kustomize dir`: the objects the kustomization in dir
+// makes, each decoded strictly.
+func render(t *testing.T, dir string) []object {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	require.NoError(t, err, "kustomize %s", dir)
+	out, err := m.AsYaml()
+	require.NoError(t, err, "kustomize %s", dir)
+	return decodeAll(t, "kustomize "+dir, string(out))
+}
+
+// loadManifests is what `kubectl apply -k deploy/kubernetes` applies.
+func loadManifests(t *testing.T) []object {
+	t.Helper()
+	return render(t, ".")
 }
 
 // find returns the one object of type T with the given name.
@@ -179,10 +211,116 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			assert.Empty(t, validation.IsValidLabelValue(v), "%s: label value %q", o.source, v)
 		}
 	}
-	for _, k := range []string{"Namespace/volanogo", "Deployment/volanogo-server", "Service/volanogo-server",
-		"PersistentVolumeClaim/volanogo-results", "Job/volanogo-swarm", "Job/volanogo-report"} {
-		assert.Contains(t, seen, k)
+	assert.ElementsMatch(t, []string{"Namespace/volanogo", "Deployment/volanogo-server", "Service/volanogo-server",
+		"Job/volanogo-swarm"}, slices.Collect(maps.Keys(seen)))
+}
+
+// TestFilesDecodeStrictly decodes the files themselves, not only what
+// kustomize makes of them: `kubectl apply -f` of one file must work too,
+// and a duplicate key is caught here before kustomize picks one.
+func TestFilesDecodeStrictly(t *testing.T) {
+	for _, f := range manifestFiles(t) {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		decodeAll(t, f, string(data))
 	}
+}
+
+// TestKustomizations renders the whole and each part alone: the server's
+// directory makes the namespace and the server, the swarm's the Job, and
+// the whole is the two together.
+func TestKustomizations(t *testing.T) {
+	keys := func(objs []object) []string {
+		var k []string
+		for _, o := range objs {
+			k = append(k, o.kind+"/"+o.obj.(metav1.Object).GetName())
+		}
+		return k
+	}
+	server := keys(render(t, "server"))
+	assert.ElementsMatch(t, []string{"Namespace/volanogo", "Deployment/volanogo-server", "Service/volanogo-server"}, server)
+	swarm := keys(render(t, "swarm"))
+	assert.ElementsMatch(t, []string{"Job/volanogo-swarm"}, swarm)
+	assert.ElementsMatch(t, append(server, swarm...), keys(loadManifests(t)))
+}
+
+// imageRepository is the image the release publishes (.goreleaser.yaml).
+const imageRepository = "ghcr.io/volanogo/volanogo"
+
+// TestImagePinned checks that every volanogo container runs the release's
+// image at one version, never a floating tag, the same in the files and in
+// the image component, and that the release configuration publishes that
+// repository.
+func TestImagePinned(t *testing.T) {
+	data, err := os.ReadFile("image/kustomization.yaml")
+	require.NoError(t, err)
+	var comp struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Images     []struct {
+			Name    string `json:"name"`
+			NewName string `json:"newName"`
+			NewTag  string `json:"newTag"`
+		} `json:"images"`
+	}
+	require.NoError(t, yaml.UnmarshalStrict(data, &comp))
+	assert.Equal(t, "Component", comp.Kind)
+	require.Len(t, comp.Images, 1)
+	pin := comp.Images[0]
+	assert.Equal(t, imageRepository, pin.Name)
+	assert.Equal(t, imageRepository, pin.NewName)
+	assert.Regexp(t, `^[0-9]+\.[0-9]+\.[0-9]+$`, pin.NewTag, "a release version, as GoReleaser tags the image")
+	want := imageRepository + ":" + pin.NewTag
+
+	check := func(source string, objs []object) (n int) {
+		for _, o := range objs {
+			spec := podSpec(o.obj)
+			if spec == nil {
+				continue
+			}
+			for _, c := range spec.Containers {
+				assert.Equal(t, want, c.Image, "%s: container %s", source, c.Name)
+				n++
+			}
+		}
+		return n
+	}
+	rendered := check("kustomize", loadManifests(t))
+	assert.Equal(t, 2, rendered, "the server and the swarm")
+	inFiles := 0
+	for _, f := range manifestFiles(t) {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		inFiles += check(f, decodeAll(t, f, string(data)))
+	}
+	assert.Equal(t, rendered, inFiles)
+
+	// The release publishes that repository, tagged with the version.
+	data, err = os.ReadFile("../../.goreleaser.yaml")
+	require.NoError(t, err)
+	var release struct {
+		Dockers []struct {
+			Images []string `json:"images"`
+			Tags   []string `json:"tags"`
+		} `json:"dockers_v2"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &release))
+	require.Len(t, release.Dockers, 1)
+	assert.Equal(t, []string{imageRepository}, release.Dockers[0].Images)
+	assert.Contains(t, release.Dockers[0].Tags, "{{ .Version }}")
+}
+
+// podSpec returns the pod template of a Deployment or Job, or a Pod's spec.
+func podSpec(obj any) *corev1.PodSpec {
+	switch v := obj.(type) {
+	case *appsv1.Deployment:
+		return &v.Spec.Template.Spec
+	case *batchv1.Job:
+		return &v.Spec.Template.Spec
+	case *corev1.Pod:
+		return &v.Spec
+	}
+	return nil
 }
 
 func TestStrictDecodingRejectsMistakes(t *testing.T) {
@@ -284,23 +422,6 @@ func requireHardened(t *testing.T, where string, spec corev1.PodSpec) {
 	}
 }
 
-// requireMountsClaim checks that the pod's one container mounts the
-// persistent volume claim at path.
-func requireMountsClaim(t *testing.T, where string, spec corev1.PodSpec, claim, path string) {
-	t.Helper()
-	require.Len(t, spec.Containers, 1, where)
-	var volume string
-	for _, v := range spec.Volumes {
-		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
-			volume = v.Name
-		}
-	}
-	require.NotEmpty(t, volume, "%s: no volume for claim %s", where, claim)
-	i := slices.IndexFunc(spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume })
-	require.GreaterOrEqual(t, i, 0, "%s: volume %s not mounted", where, volume)
-	assert.Equal(t, path, spec.Containers[0].VolumeMounts[i].MountPath, where)
-}
-
 // requireVolumesDefined checks that every mount names a volume of the pod.
 func requireVolumesDefined(t *testing.T, where string, spec corev1.PodSpec) {
 	t.Helper()
@@ -314,7 +435,7 @@ func requireVolumesDefined(t *testing.T, where string, spec corev1.PodSpec) {
 
 var prometheusAnnotations = map[string]string{
 	"prometheus.io/scrape": "true",
-	"prometheus.io/port":   "9090",
+	"prometheus.io/port":   "8002",
 	"prometheus.io/path":   "/metrics",
 }
 
@@ -335,13 +456,12 @@ func TestServer(t *testing.T) {
 	requireHardened(t, "server", pod)
 	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
-	assert.Equal(t, "ghcr.io/volanogo/volanogo:latest", c.Image)
-	assert.Equal(t, []string{"serve", "--listen", ":8000", "--ws-listen", ":8080", "--metrics-listen", ":9090"}, c.Args)
+	assert.Equal(t, []string{"serve", "--listen", ":8000", "--ws-listen", ":8080", "--metrics-listen", ":8002"}, c.Args)
 	ports := map[string]int32{}
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	assert.Equal(t, map[string]int32{"chat": 8000, "ws": 8080, "metrics": 9090}, ports)
+	assert.Equal(t, map[string]int32{"chat": 8000, "ws": 8080, "metrics": 8002}, ports)
 	// The listen flags and the container ports agree.
 	for flag, portName := range map[string]string{"--listen": "chat", "--ws-listen": "ws", "--metrics-listen": "metrics"} {
 		port, err := strconv.Atoi(strings.TrimPrefix(flagValue(t, c.Args, flag), ":"))
@@ -349,13 +469,15 @@ func TestServer(t *testing.T) {
 		assert.EqualValues(t, ports[portName], port, flag)
 	}
 
-	require.NotNil(t, c.ReadinessProbe)
-	require.NotNil(t, c.ReadinessProbe.TCPSocket, "readiness is a TCP probe")
-	assert.EqualValues(t, 8000, containerPort(t, c, c.ReadinessProbe.TCPSocket.Port))
-	require.NotNil(t, c.LivenessProbe)
-	require.NotNil(t, c.LivenessProbe.HTTPGet, "liveness is an HTTP probe")
-	assert.Equal(t, "/metrics", c.LivenessProbe.HTTPGet.Path)
-	assert.EqualValues(t, 9090, containerPort(t, c, c.LivenessProbe.HTTPGet.Port))
+	// The server answers its probes on the metrics listener.
+	for name, probe := range map[string]*corev1.Probe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe} {
+		require.NotNil(t, probe, name)
+		require.NotNil(t, probe.HTTPGet, "%s is an HTTP probe", name)
+		assert.Equal(t, name, probe.HTTPGet.Path)
+		assert.EqualValues(t, 8002, containerPort(t, c, probe.HTTPGet.Port), name)
+		assert.GreaterOrEqual(t, probe.TimeoutSeconds, int32(5), "%s: a loaded server answers slowly", name)
+		assert.GreaterOrEqual(t, probe.FailureThreshold, int32(3), "%s: one slow answer must not end a run", name)
+	}
 
 	for k, v := range prometheusAnnotations {
 		assert.Equal(t, v, dep.Spec.Template.Annotations[k], "pod template annotation %s", k)
@@ -374,7 +496,7 @@ func TestServer(t *testing.T) {
 		}
 		assert.Equal(t, p.Port, containerPort(t, c, target), "service port %s", p.Name)
 	}
-	assert.Equal(t, map[string]int32{"chat": 8000, "ws": 8080, "metrics": 9090}, svcPorts)
+	assert.Equal(t, map[string]int32{"chat": 8000, "ws": 8080, "metrics": 8002}, svcPorts)
 }
 
 var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
@@ -392,7 +514,6 @@ func TestSwarm(t *testing.T) {
 	objs := loadManifests(t)
 	job := find[*batchv1.Job](t, objs, "volanogo-swarm")
 	svc := find[*corev1.Service](t, objs, "volanogo-server")
-	pvc := find[*corev1.PersistentVolumeClaim](t, objs, "volanogo-results")
 
 	spec := job.Spec
 	require.NotNil(t, spec.CompletionMode)
@@ -408,11 +529,11 @@ func TestSwarm(t *testing.T) {
 	pod := spec.Template.Spec
 	requireHardened(t, "swarm", pod)
 	requireVolumesDefined(t, "swarm", pod)
-	requireMountsClaim(t, "swarm", pod, pvc.Name, "/results")
+	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
 	assert.Equal(t, []string{"load", "--host", "volanogo-server", "--port", "8000", "--rooms", "5000", "--users", "20",
 		"--count", "100", "--shard", "$(JOB_COMPLETION_INDEX)/10", "--start-at", "$(START_AT)", "--run-id", "$(RUN_ID)",
-		"--label", "k8s", "-o", "/results/"}, c.Args)
+		"--server-metrics", "http://volanogo-server:8002/metrics", "--label", "k8s", "-o", "-"}, c.Args)
 
 	// Mark's text log (--file volano-mark.log) goes to the working
 	// directory: it must be writable, and not shared by the shards.
@@ -429,6 +550,17 @@ func TestSwarm(t *testing.T) {
 	chat := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "chat" })
 	require.GreaterOrEqual(t, chat, 0)
 	assert.Equal(t, strconv.Itoa(int(svc.Spec.Ports[chat].Port)), flagValue(t, c.Args, "--port"))
+	// Each shard reads the server's CPU from the Service's metrics port.
+	metricsPort := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "metrics" })
+	require.GreaterOrEqual(t, metricsPort, 0)
+	assert.Equal(t, fmt.Sprintf("http://%s:%d/metrics", svc.Name, svc.Spec.Ports[metricsPort].Port), flagValue(t, c.Args, "--server-metrics"))
+	// Each shard's result document is the JSON line on its standard
+	// output, which `kubectl logs` reads back.
+	assert.Equal(t, "-", flagValue(t, c.Args, "-o"))
+	// One run per pod: one document per log.
+	assert.NotContains(t, c.Args, "--serve")
+	assert.NotContains(t, c.Args, "-runs")
+	assert.NotContains(t, c.Args, "--runs")
 
 	// --rooms is the whole run's: 5,000 rooms x 20 users = 100,000 users,
 	// 10,000 a shard.
@@ -477,39 +609,29 @@ func TestSwarm(t *testing.T) {
 	assert.True(t, spread, "a preferred pod anti-affinity term over kubernetes.io/hostname must select the swarm's own pods")
 }
 
-func TestResultsAndReport(t *testing.T) {
-	objs := loadManifests(t)
-	pvc := find[*corev1.PersistentVolumeClaim](t, objs, "volanogo-results")
-	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pvc.Spec.AccessModes)
-	assert.True(t, resource.MustParse("1Gi").Equal(pvc.Spec.Resources.Requests[corev1.ResourceStorage]))
-
-	job := find[*batchv1.Job](t, objs, "volanogo-report")
-	pod := job.Spec.Template.Spec
-	assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
-	requireHardened(t, "report", pod)
-	requireVolumesDefined(t, "report", pod)
-	requireMountsClaim(t, "report", pod, pvc.Name, "/results")
-	assert.Equal(t, []string{"report", "/results", "--format", "html", "-o", "/results/report.html"}, pod.Containers[0].Args)
-
-	fetch := find[*corev1.Pod](t, objs, "volanogo-results-fetch")
-	requireHardened(t, "results-fetch", fetch.Spec)
-	requireMountsClaim(t, "results-fetch", fetch.Spec, pvc.Name, "/results")
+// TestNoSharedVolume checks that nothing needs a volume that outlives a
+// pod: the results leave the cluster through the pods' logs, so any
+// cluster runs the swarm, whatever its storage classes.
+func TestNoSharedVolume(t *testing.T) {
+	for _, o := range loadManifests(t) {
+		assert.NotEqual(t, "PersistentVolumeClaim", o.kind, o.source)
+		if spec := podSpec(o.obj); spec != nil {
+			for _, v := range spec.Volumes {
+				assert.NotNil(t, v.EmptyDir, "%s: volume %s is not the pod's own", o.source, v.Name)
+			}
+		}
+	}
 }
 
 func TestEveryPodSpecIsSound(t *testing.T) {
 	for _, o := range loadManifests(t) {
-		var spec *corev1.PodSpec
-		switch v := o.obj.(type) {
-		case *appsv1.Deployment:
-			spec = &v.Spec.Template.Spec
-		case *batchv1.Job:
-			spec = &v.Spec.Template.Spec
-			assert.Contains(t, []corev1.RestartPolicy{corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure}, spec.RestartPolicy, o.source)
-			assert.NotNil(t, v.Spec.ActiveDeadlineSeconds, "%s: a job without a deadline can hang", o.source)
-		case *corev1.Pod:
-			spec = &v.Spec
-		default:
+		spec := podSpec(o.obj)
+		if spec == nil {
 			continue
+		}
+		if job, ok := o.obj.(*batchv1.Job); ok {
+			assert.Contains(t, []corev1.RestartPolicy{corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure}, spec.RestartPolicy, o.source)
+			assert.NotNil(t, job.Spec.ActiveDeadlineSeconds, "%s: a job without a deadline can hang", o.source)
 		}
 		requireVolumesDefined(t, o.source, *spec)
 		for _, c := range spec.Containers {
@@ -526,13 +648,13 @@ func TestReadmeCoversEveryManifest(t *testing.T) {
 	data, err := os.ReadFile("README.md")
 	require.NoError(t, err)
 	readme := string(data)
-	files, err := filepath.Glob("*.yaml")
-	require.NoError(t, err)
-	for _, f := range files {
-		assert.True(t, strings.Contains(readme, f), "README.md does not mention %s", f)
+	for _, f := range manifestFiles(t) {
+		assert.True(t, strings.Contains(readme, filepath.Base(f)), "README.md does not mention %s", f)
 	}
 	for _, s := range []string{"create configmap volanogo-run --from-literal=RUN_ID=", "--shard", "--start-at", "--run-id",
-		"ip_local_port_range", "file-max", "kubectl cp", "volanogo report", "ghcr.io/volanogo/volanogo:latest"} {
+		"ip_local_port_range", "file-max", "kubectl kustomize deploy/kubernetes", "apply -k deploy/kubernetes/server",
+		"apply -k deploy/kubernetes/swarm", "kubectl -n volanogo logs", "volanogo report", "--server-metrics",
+		"/healthz", "/readyz", imageRepository} {
 		assert.True(t, strings.Contains(readme, s), "README.md does not mention %q", s)
 	}
 }
