@@ -309,13 +309,6 @@ func (c *childServer) cpu(t testing.TB) time.Duration {
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
-func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(childMain())
-	}
-	os.Exit(m.Run())
-}
-
 func childMain() int {
 	if n, _ := strconv.Atoi(os.Getenv("VOLANOGO_CHILD_NOFILE")); n > 0 {
 		lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
