@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,12 +30,15 @@ type reportOpts struct {
 	by      string
 	step    int
 	compare compareFlag
+	// threshold is --threshold as typed ("5%"), "" when not given.
+	threshold string
 }
 
-// compareFlag collects the labels of --compare. It accepts "--compare A,B",
-// "--compare A --compare B" and, as typed in the issue, "--compare A B":
-// when only one label was given, the positional word that followed it is
-// the second (Set records how many positional words came before it).
+// compareFlag collects the two words of --compare, OLD and NEW. It
+// accepts "--compare A,B", "--compare A --compare B" and "--compare A B":
+// when only one word was given, the positional word that followed it is
+// always the second (Set records how many positional words came before
+// it). Whether the words are labels or paths is decided by comparePaths.
 type compareFlag struct {
 	fs     *pflag.FlagSet
 	labels []string
@@ -98,10 +103,25 @@ the score is the average of the best --best of the next --of runs, as the
 Volano Report did (discard 1, best 2 of 3). A client-bound cell (the client,
 not the server, was the bottleneck) is marked "*".
 
---compare A B sets two platforms side by side, metric by metric, with the
-ratio and a Mann-Whitney U test over the runs (alpha 0.05, "~" when the
-difference is not significant, as benchstat prints it; it needs at least 4
-runs a side). It also accepts --compare A,B and --compare A --compare B.
+--compare OLD NEW sets two platforms side by side, metric by metric, with
+the ratio and a Mann-Whitney U test over the runs (alpha 0.05, "~" when
+the difference is not significant, as benchstat prints it). --compare
+always takes the next two words (also --compare OLD,NEW and --compare OLD
+--compare NEW). OLD and NEW are either
+  - two labels (platforms) of the documents named by the other arguments
+    (the current directory when there are none), or
+  - with no other arguments, two result files or directories: each is one
+    set of runs, compared as a whole under its path's name.
+A word that names an existing file or directory is a path; a mix of one
+path and one label, or paths beside other arguments, is refused. With 3
+counted runs a side no difference can be significant (the smallest p-value
+is 0.1): the report says so; 4 runs a side are needed (load -runs 5).
+
+--threshold 5% makes --compare a gate for CI: the exit status is 3 when a
+metric of NEW (score, latency, CPU per message, ...) is significantly worse
+than OLD's by more than 5%. The verdict is printed under the comparison;
+when the runs are too few for any significance, it says the gate cannot
+fail (and so does a line on stderr).
 
 Format: text, unless --format names another (text, markdown or md, html,
 json, csv). With -o FILE and no --format, the extension of FILE chooses:
@@ -111,13 +131,15 @@ csv (in any case: .HTML too); any other extension, or none, is text.
 
 Files that are not result documents, of an unknown schema or truncated are
 named on stderr and skipped; the report of the rest is still printed and
-the exit status is 1. No document at all is exit status 2.`,
+the exit status is 1. No document at all is exit status 2. A regression
+past --threshold is exit status 3.`,
 		Example: `  volanogo report                          # the result files in the current directory, as text
   volanogo report results/ -o report.html  # one self-contained HTML page (format from the extension)
   volanogo report --format markdown results/ > REPORT.md
   volanogo report --discard 0 --best 1 --of 1 run.json    # a single run, no run rule
   volanogo report --by cpus results/       # one row per label and server processor count
   volanogo report --compare go1.26-linux java17-volano results/
+  volanogo report --compare baseline/ candidate/ --threshold 5%   # exit 3 on a regression
   cat run.json | volanogo report -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(cmd, io, o, args)
@@ -132,7 +154,8 @@ the exit status is 1. No document at all is exit status 2.`,
 	f.IntVar(&o.of, "of", results.DefaultRunRule.Of, "counted runs per step after the discard (`N` runs)")
 	f.StringVar(&o.by, "by", report.DefaultBy, "what a row is: label, server (its command line) or cpus (label and server processors)")
 	f.IntVar(&o.step, "step", 0, "connections of the \"Is it fast?\" table (`N` connections; 0: where most platforms have a score)")
-	f.Var(&o.compare, "compare", "compare two platforms (labels) metric by metric: --compare A B")
+	f.Var(&o.compare, "compare", "compare OLD and NEW metric by metric: two labels, or two result files or directories (sets of runs)")
+	f.StringVar(&o.threshold, "threshold", "", "with --compare: exit 3 when NEW is significantly worse than OLD by more than `PERCENT` (5%) in any metric")
 	return cmd
 }
 
@@ -140,6 +163,20 @@ func runReport(cmd *cobra.Command, io *IO, o *reportOpts, args []string) error {
 	cmpLabels, paths, err := o.compare.resolve(args)
 	if err != nil {
 		return &UsageError{Err: err}
+	}
+	bySets, err := comparePaths(cmpLabels, paths)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	if bySets && o.by != report.ByLabel {
+		return &UsageError{Err: fmt.Errorf("--by %s: --compare with files or directories compares each set as a whole", o.by)}
+	}
+	threshold, err := parseThreshold(o.threshold)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	if threshold != nil && cmpLabels[0] == "" {
+		return &UsageError{Err: errors.New("--threshold needs --compare OLD NEW")}
 	}
 	if o.output != "" && o.output != "-" {
 		if err := results.CheckOutput(o.output); err != nil {
@@ -166,17 +203,31 @@ func runReport(cmd *cobra.Command, io *IO, o *reportOpts, args []string) error {
 		return &UsageError{Err: fmt.Errorf("--format %q: want one of %s", format, strings.Join(report.Formats, ", "))}
 	}
 	opt := report.Options{Discard: o.discard, Best: o.best, Of: o.of, By: o.by, Compare: cmpLabels,
-		Format: format, Step: o.step}
+		Format: format, Step: o.step, Threshold: threshold}
 	if o.discard < 0 || o.best < 1 || o.of < 1 || o.step < 0 {
 		return &UsageError{Err: errors.New("--discard must be 0 or more, --best and --of 1 or more, --step 0 or more")}
 	}
 	if err := opt.Check(); err != nil {
 		return &UsageError{Err: err}
 	}
-	if len(paths) == 0 {
-		paths = []string{"."}
+	var docs []*results.Document
+	var errs []error
+	if bySets {
+		// Each side is one set of runs, named by its path.
+		paths = cmpLabels[:]
+		for _, side := range cmpLabels {
+			ds, es := results.ReadPaths([]string{side}, io.In)
+			for _, d := range ds {
+				d.Label = side
+			}
+			docs, errs = append(docs, ds...), append(errs, es...)
+		}
+	} else {
+		if len(paths) == 0 {
+			paths = []string{"."}
+		}
+		docs, errs = results.ReadPaths(paths, io.In)
 	}
-	docs, errs := results.ReadPaths(paths, io.In)
 	merged, mergeErrs := results.MergeAll(docs)
 	errs = append(errs, mergeErrs...)
 	for _, e := range errs {
@@ -193,7 +244,11 @@ func runReport(cmd *cobra.Command, io *IO, o *reportOpts, args []string) error {
 	if err != nil {
 		var ce *report.CompareError
 		if errors.As(err, &ce) {
-			return &ExitError{Code: 2, Msg: "volanogo report: " + err.Error()}
+			msg := "volanogo report: " + err.Error()
+			if _, serr := os.Stat(ce.Name); serr == nil {
+				msg += fmt.Sprintf(" (%q is a file or directory: to compare two sets of runs, give OLD and NEW as paths and no other argument)", ce.Name)
+			}
+			return &ExitError{Code: 2, Msg: msg}
 		}
 		return err
 	}
@@ -208,10 +263,69 @@ func runReport(cmd *cobra.Command, io *IO, o *reportOpts, args []string) error {
 	} else if err := results.WriteAtomic(o.output, buf.Bytes()); err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
+	if c := rep.Compare; c != nil && threshold != nil {
+		if regs := c.Regressions(); len(regs) > 0 {
+			msg := fmt.Sprintf("volanogo report: %s is significantly worse than %s by more than %s in %d metric(s)", c.B, c.A, o.threshold, len(regs))
+			if len(errs) > 0 {
+				msg += fmt.Sprintf("; %d input(s) skipped", len(errs))
+			}
+			return &ExitError{Code: exitRegression, Msg: msg}
+		}
+		if c.Powerless() {
+			fmt.Fprintf(io.Err, "volanogo report: --threshold %s: too few runs for any difference to be significant; the gate cannot fail\n", o.threshold)
+		}
+	}
 	if len(errs) > 0 {
 		return &ExitError{Code: 1, Msg: fmt.Sprintf("volanogo report: %d input(s) skipped", len(errs))}
 	}
 	return nil
+}
+
+// exitRegression is report's exit status when --compare NEW is worse than
+// OLD past --threshold.
+const exitRegression = 3
+
+// comparePaths decides what the words of --compare are: true when both
+// name existing files or directories and no other argument was given (two
+// sets of runs); false when they are labels. A mix is an error that names
+// which word is which.
+func comparePaths(words [2]string, args []string) (bool, error) {
+	if words[0] == "" {
+		return false, nil
+	}
+	var isPath [2]bool
+	for i, w := range words {
+		_, err := os.Stat(w)
+		isPath[i] = err == nil
+	}
+	switch {
+	case len(args) > 0:
+		return false, nil
+	case isPath[0] && isPath[1]:
+		return true, nil
+	case isPath[0] != isPath[1]:
+		p, l := words[0], words[1]
+		if isPath[1] {
+			p, l = l, p
+		}
+		return false, fmt.Errorf("--compare %s %s: %q is a file or directory but %q is not: "+
+			"give two result files or directories (two sets of runs), or two labels followed by the documents' paths",
+			words[0], words[1], p, l)
+	}
+	return false, nil
+}
+
+// parseThreshold reads --threshold: "5%" or "5" (percent), 0 or more; nil
+// when not given.
+func parseThreshold(s string) (*float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%")), 64)
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil, fmt.Errorf("--threshold %q: want a percentage, 0 or more (5%%)", s)
+	}
+	return &v, nil
 }
 
 // subdirHint names the subdirectories of the directories in paths, for an

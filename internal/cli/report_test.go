@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/internal/results"
 )
 
 const reportData = "../../testdata/report"
@@ -231,4 +234,95 @@ func TestReportOutputDash(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(data), "# Volanogo report"))
+}
+
+// runSet writes n runs of one platform to a new directory, the score of
+// run k being score × (1 + k/1000), from a fixture document.
+func runSet(t *testing.T, label string, n int, score int64) string {
+	t.Helper()
+	base, err := results.ReadFile(filepath.Join(fixture("cpus"), "volanogo-go1.26-linux-r50-run2-17425bdb.json"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for k := 1; k <= n; k++ {
+		d := *base
+		d.Label, d.Run, d.Discarded = label, k, k == 1
+		d.RunID = fmt.Sprintf("%s-%d", label, k)
+		d.Score = score + score*int64(k)/1000
+		d.Config.ServerCPUs = 0
+		require.NoError(t, results.WriteFile(filepath.Join(dir, results.FileName(&d)), &d))
+	}
+	return dir
+}
+
+// TestReportCompareGate: --compare OLD NEW --threshold exits 3 when NEW is
+// significantly worse past the threshold, 0 when not, and says when the
+// runs are too few for the gate to fail.
+func TestReportCompareGate(t *testing.T) {
+	old := runSet(t, "old", 5, 130000)
+	same := runSet(t, "same", 5, 129000)
+	worse := runSet(t, "worse", 5, 118000)
+
+	code, out, errOut := run(t, "report", "--compare", old, worse, "--threshold", "5%")
+	out = strings.Join(strings.Fields(out), " ") // the text wraps at 100 columns
+	assert.Equal(t, 3, code, errOut)
+	assert.Contains(t, out, "Verdict: B is significantly worse than A by more than 5% in 1 metric: score at 1000 connections (−9.23%, p=0.029).")
+	assert.Contains(t, errOut, "significantly worse than "+old+" by more than 5% in 1 metric(s)")
+
+	code, out, errOut = run(t, "report", "--compare", old, worse, "--threshold", "10")
+	out = strings.Join(strings.Fields(out), " ")
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Verdict: no metric of B is significantly worse than A by more than 10%.")
+
+	code, _, errOut = run(t, "report", "--compare", old, same, "--threshold", "0%")
+	assert.Equal(t, 3, code, "1%% worse and significant: any regression fails a 0%% gate: %s", errOut)
+
+	code, out, _ = run(t, "report", "--compare", worse, old, "--threshold", "5%")
+	assert.Equal(t, 0, code, "better is no regression")
+	assert.Contains(t, out, "Verdict: no metric")
+
+	// Without --threshold, no gate.
+	code, _, errOut = run(t, "report", "--compare", old, worse)
+	assert.Equal(t, 0, code, errOut)
+
+	// Four runs each, the first discarded: three counted, nothing can be
+	// significant, and the report says so.
+	few, fewer := runSet(t, "few", 4, 130000), runSet(t, "fewer", 4, 100000)
+	code, out, errOut = run(t, "report", "--compare", few, fewer, "--threshold", "5%")
+	out = strings.Join(strings.Fields(out), " ")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "Too few runs for significance: with 3 runs of A and 3 of B the smallest possible p-value is 0.100")
+	assert.Contains(t, out, "Verdict: none possible")
+	assert.Contains(t, errOut, "the gate cannot fail")
+}
+
+// TestReportCompareOperands: OLD and NEW are two labels or two paths; a
+// mix, or paths beside other arguments, is refused with a clear error.
+func TestReportCompareOperands(t *testing.T) {
+	dir := fixture("scale")
+	code, out, errOut := run(t, "report", "--compare", "go1.26-linux", "java17-volano", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Compare: go1.26-linux vs java17-volano")
+
+	code, _, errOut = run(t, "report", "--compare", "go1.26-linux", dir)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `"`+dir+`" is a file or directory but "go1.26-linux" is not`)
+	assert.Contains(t, errOut, "Run 'volanogo report --help' for usage.")
+
+	code, _, errOut = run(t, "report", "--compare", dir, fixture("cpus"), fixture("paced"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "is a file or directory: to compare two sets of runs, give OLD and NEW as paths and no other argument")
+
+	code, out, errOut = run(t, "report", "--compare", fixture("cpus"), dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Compare: "+fixture("cpus")+" vs "+dir)
+
+	for _, args := range [][]string{
+		{"report", "--threshold", "5%", dir},
+		{"report", "--compare", "a", "b", "--threshold", "much", dir},
+		{"report", "--compare", "a", "b", "--threshold", "-1", dir},
+		{"report", "--by", "cpus", "--compare", fixture("cpus"), dir},
+	} {
+		code, _, errOut := run(t, args...)
+		assert.Equal(t, 2, code, "%v: %s", args, errOut)
+	}
 }

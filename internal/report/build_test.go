@@ -214,12 +214,37 @@ func TestCompareSignificance(t *testing.T) {
 	r, err := Build(docs, Options{Discard: 6, Best: 2, Of: 3, Compare: [2]string{"fast", "slow"}})
 	require.NoError(t, err)
 	assert.Equal(t, "~", r.Compare.Rows[0].Delta)
-	assert.NotEmpty(t, r.Compare.Warnings)
+	assert.True(t, r.Compare.Rows[0].Powerless)
+	assert.InDelta(t, 0.1, r.Compare.Rows[0].MinP, 1e-9)
+	assert.True(t, r.Compare.Powerless())
+	require.Len(t, r.Compare.Warnings, 1)
+	assert.Contains(t, r.Compare.Warnings[0], "with 3 runs of A and 3 of B the smallest possible p-value is 0.100")
+
+	// The gate: B worse than A past the threshold is a regression.
+	for _, c := range []struct {
+		a, b      string
+		threshold float64
+		want      bool
+	}{{"fast", "slow", 5, true}, {"fast", "slow", 60, false}, {"slow", "fast", 5, false}, {"fast", "same", 0, false}} {
+		th := c.threshold
+		r, err := Build(docs, Options{Discard: 1, Best: 2, Of: 3, Compare: [2]string{c.a, c.b}, Threshold: &th})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, len(r.Compare.Regressions()) > 0, "%s vs %s past %v%%", c.a, c.b, th)
+		assert.False(t, r.Compare.Powerless())
+	}
 
 	_, err = Build(docs, Options{Compare: [2]string{"fast", "nosuch"}})
 	var ce *CompareError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "nosuch", ce.Name)
+}
+
+func TestMinUTestP(t *testing.T) {
+	assert.InDelta(t, 0.1, minUTestP(3, 3), 1e-12)
+	assert.InDelta(t, 2.0/70, minUTestP(4, 4), 1e-12)
+	assert.InDelta(t, 2.0/35, minUTestP(3, 4), 1e-12, "3 and 4 runs cannot be significant at 0.05 either")
+	assert.Equal(t, 4, minRunsASide(0.05))
+	assert.Equal(t, 1.0, minUTestP(1, 1))
 }
 
 func TestClientBound(t *testing.T) {

@@ -169,7 +169,14 @@
 // is summarised by its median over the runs after the discard, and the two
 // samples are compared with the Mann–Whitney U test (golang.org/x/perf
 // benchmath, AssumeNothing, alpha 0.05), as benchstat does. The delta is
-// "~" when the difference is not significant; with three runs a side the
-// smallest possible p-value is 0.1, so at least four runs a side are needed
-// to see a significant difference.
+// "~" when the difference is not significant. With n1 and n2 runs the
+// smallest possible p-value is 2 / C(n1+n2, n1) (every run of one side
+// above every run of the other): 0.1 with three runs a side, so at least
+// four runs a side are needed to see a significant difference; a row with
+// too few is Powerless and the table's warnings say so, with the figures.
+//
+// Options.Threshold makes the comparison a gate: a row in which B (new)
+// is significantly worse than A (old) by more than Threshold percent is a
+// Regression, and the verdict under the table lists them (`volanogo
+// report --threshold` exits 3 then).
 package report

@@ -87,6 +87,8 @@ func TestGolden(t *testing.T) {
 		{"compare", func() Options {
 			o := DefaultOptions()
 			o.Compare = [2]string{"go1.26-linux", "java17-volano"}
+			th := 5.0
+			o.Threshold = &th
 			return o
 		}(), []string{"text", "markdown", "csv", "html"}},
 		{"by-cpus", func() Options { o := DefaultOptions(); o.By = ByCPUs; return o }(), []string{"text"}},

@@ -557,6 +557,7 @@ type htmlData struct {
 	CapIntro     string
 	ProcIntro    string
 	CompareIntro string
+	Verdict      string
 	FastChart    *barChart
 	ScaleChart   *lineChart
 	LatChart     *lineChart
@@ -574,6 +575,7 @@ func (r *Report) renderHTML(w io.Writer) error {
 		FastChart: r.fastChart(), ScaleChart: r.scaleChart(), LatChart: r.latencyChart(), P99Chart: r.p99Chart()}
 	if r.Compare != nil {
 		d.CompareIntro = compareIntro(r.Compare)
+		d.Verdict = compareVerdict(r.Compare)
 	}
 	for _, e := range r.Environments {
 		for _, t := range e.Tools {

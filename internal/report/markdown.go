@@ -158,6 +158,9 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		for _, s := range t.Warnings {
 			fmt.Fprintf(w, "Note: %s.\n\n", mdEscape(s))
 		}
+		if v := compareVerdict(t); v != "" {
+			fmt.Fprintf(w, "**%s**\n\n", mdEscape(v))
+		}
 	}
 	if len(r.Footnotes) > 0 || r.ClientBound {
 		fmt.Fprint(w, "## Notes\n\n")

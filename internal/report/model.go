@@ -22,6 +22,11 @@ type Options struct {
 	Compare [2]string `json:"compare,omitzero"`
 	// Format is the renderer the caller means to use; Build ignores it.
 	Format string `json:"format,omitempty"`
+	// Threshold, when set, is the gate of a comparison in percent: a
+	// metric of the second platform (B, new) that is significantly worse
+	// than the first's (A, old) by more than Threshold percent is a
+	// regression (CompareRow.Regression, CompareTable.Regressions).
+	Threshold *float64 `json:"threshold_percent,omitempty"`
 	// Step is the connection count of the "Is it fast?" table; 0 chooses
 	// the count at which the most rows have a score (ties: nearest to
 	// 1000, Mark's default 50 rooms × 20 users, then the smaller).
@@ -422,9 +427,35 @@ type CompareTable struct {
 	Rows []CompareRow `json:"rows"`
 	// Alpha is the significance level.
 	Alpha float64 `json:"alpha"`
-	// Warnings are the statistics' caveats ("need >= 4 samples to detect
-	// a difference at alpha level 0.05"), each once.
+	// Warnings are the statistics' caveats, each once; runs too few for
+	// any difference to be significant are said there ("With 3 runs of A
+	// and 3 of B ...").
 	Warnings []string `json:"warnings,omitempty"`
+	// Threshold is Options.Threshold (percent), nil without a gate.
+	Threshold *float64 `json:"threshold_percent,omitempty"`
+}
+
+// Regressions are the rows in which B is significantly worse than A by
+// more than the threshold (none without a threshold).
+func (t *CompareTable) Regressions() []CompareRow {
+	var out []CompareRow
+	for _, r := range t.Rows {
+		if r.Regression {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Powerless reports whether no row could show a significant difference:
+// every row has too few runs (CompareRow.Powerless).
+func (t *CompareTable) Powerless() bool {
+	for _, r := range t.Rows {
+		if !r.Powerless {
+			return false
+		}
+	}
+	return len(t.Rows) > 0
 }
 
 // CompareRow is one metric at one step.
@@ -445,8 +476,20 @@ type CompareRow struct {
 	Delta string `json:"delta"`
 	// P is the Mann–Whitney U p-value (-1 when not computed).
 	P float64 `json:"p"`
+	// MinP is the smallest p-value the test can give with NA and NB runs
+	// (all of one side above all of the other): 2 / C(NA+NB, NA).
+	MinP float64 `json:"min_p"`
+	// Powerless marks a row whose runs are too few for any difference to
+	// be significant: MinP is above Alpha (3 runs a side: 0.1 > 0.05).
+	Powerless bool `json:"powerless,omitempty"`
 	// Better says which side is better when significant: "A", "B" or "".
 	Better string `json:"better,omitempty"`
+	// Change is the change from A to B in percent ((B−A)/A × 100; 0 when
+	// A is 0).
+	Change float64 `json:"change_percent"`
+	// Regression is set, under a threshold, when B is significantly worse
+	// than A by more than the threshold.
+	Regression bool `json:"regression,omitempty"`
 }
 
 // Footnote is one distinct failure cause.

@@ -72,8 +72,38 @@ const (
 	churnIntro = "Connection churn: each user repeats connect, Access, EnterRoom, one chat, ExitRoom, close. Sequences and sequences per second are medians over the counted runs. Cold is each user's first sequence, warm the later ones (as the RSVP measurements timed a first execution apart from the next), merged from their HDR histograms; cold/warm is the ratio of the p50s. Leaked is what the server still held after a run against before it (connections, goroutines, file descriptors), the most over every run of the step."
 )
 
+// compareVerdict is the outcome of the gate of a comparison ("" without
+// a threshold).
+func compareVerdict(t *CompareTable) string {
+	if t.Threshold == nil {
+		return ""
+	}
+	th := strconv.FormatFloat(*t.Threshold, 'f', -1, 64) + "%"
+	if regs := t.Regressions(); len(regs) > 0 {
+		var parts []string
+		for _, r := range regs {
+			parts = append(parts, fmt.Sprintf("%s at %s (%s, p=%.3f)", r.Metric, stepCell(r.Kind, r.Step), signedPercent(r.Change), r.P))
+		}
+		return fmt.Sprintf("Verdict: B is significantly worse than A by more than %s in %s: %s.", th,
+			plural(len(regs), "metric"), strings.Join(parts, "; "))
+	}
+	if t.Powerless() {
+		return "Verdict: none possible: the runs are too few for any difference to be significant, so the " + th + " gate cannot fail."
+	}
+	return "Verdict: no metric of B is significantly worse than A by more than " + th + "."
+}
+
+// signedPercent prints a change: "+12.0%", "−7.12%" (three significant
+// digits, a true minus sign).
+func signedPercent(x float64) string {
+	if x < 0 {
+		return "−" + sig3(-x) + "%"
+	}
+	return "+" + sig3(x) + "%"
+}
+
 func compareIntro(t *CompareTable) string {
-	return fmt.Sprintf("A = %s, B = %s. Medians of the runs after the discard; delta %% is B against A, \"~\" when the Mann–Whitney U test finds no significant difference (alpha %.2f).",
+	return fmt.Sprintf("A = %s (old), B = %s (new). Medians of the runs after the discard; delta %% is B against A, \"~\" when the Mann–Whitney U test finds no significant difference (alpha %.2f).",
 		t.A, t.B, t.Alpha)
 }
 

@@ -355,7 +355,8 @@ func (b *builder) compare() error {
 		}
 	}
 	th := benchmath.DefaultThresholds
-	t := &CompareTable{A: a, B: c, Alpha: th.CompareAlpha}
+	t := &CompareTable{A: a, B: c, Alpha: th.CompareAlpha, Threshold: b.opt.Threshold}
+	powerless := map[[2]int]bool{}
 	for _, kind := range []string{KindTurns, KindPaced, KindChurn} {
 		for _, step := range b.steps(kind) {
 			ca, cb := b.mainCell(a, kind, step), b.mainCell(c, kind, step)
@@ -377,12 +378,21 @@ func (b *builder) compare() error {
 				mb := benchmath.AssumeNothing.Summary(sb, 0.95).Center
 				cmpr := benchmath.AssumeNothing.Compare(sa, sb)
 				for _, w := range cmpr.Warnings {
-					t.Warnings = appendNew(t.Warnings, w.Error())
+					// Too few samples is said below, with the figures.
+					if !strings.HasPrefix(w.Error(), "need ") {
+						t.Warnings = appendNew(t.Warnings, w.Error())
+					}
 				}
 				r := CompareRow{Kind: kind, Step: step, Metric: m.name, Unit: m.unit, A: ma, B: mb,
-					NA: len(va), NB: len(vb), P: cmpr.P, Delta: cmpr.FormatDelta(ma, mb)}
+					NA: len(va), NB: len(vb), P: cmpr.P, Delta: cmpr.FormatDelta(ma, mb),
+					MinP: minUTestP(len(va), len(vb))}
+				r.Powerless = r.MinP > t.Alpha
+				if r.Powerless {
+					powerless[[2]int{r.NA, r.NB}] = true
+				}
 				if ma != 0 {
 					r.Ratio = mb / ma
+					r.Change = (mb - ma) / ma * 100
 				}
 				if r.Delta != "~" && ma != mb {
 					if (mb > ma) == m.higherBetter {
@@ -391,12 +401,51 @@ func (b *builder) compare() error {
 						r.Better = "A"
 					}
 				}
+				if th := b.opt.Threshold; th != nil && r.Better == "A" && math.Abs(r.Change) > *th {
+					r.Regression = true
+				}
 				t.Rows = append(t.Rows, r)
 			}
 		}
 	}
+	for _, n := range sortedKeys(powerless, func(x, y [2]int) int { return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1])) }) {
+		t.Warnings = append(t.Warnings, powerlessNote(n[0], n[1], t.Alpha))
+	}
 	b.rep.Compare = t
 	return nil
+}
+
+// minUTestP is the smallest two-sided p-value of the Mann–Whitney U test
+// with n1 and n2 samples: every sample of one side above every sample of
+// the other, 2 of the C(n1+n2, n1) orderings as extreme.
+func minUTestP(n1, n2 int) float64 {
+	if n1 <= 0 || n2 <= 0 {
+		return 1
+	}
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	return math.Min(1, 2/c)
+}
+
+// minRunsASide is the fewest runs a side, equal on both sides, with which
+// the U test can find a difference at alpha.
+func minRunsASide(alpha float64) int {
+	n := 1
+	for minUTestP(n, n) > alpha {
+		n++
+	}
+	return n
+}
+
+// powerlessNote says that na runs of A and nb of B can show no
+// significant difference.
+func powerlessNote(na, nb int, alpha float64) string {
+	k := minRunsASide(alpha)
+	return fmt.Sprintf("Too few runs for significance: with %s of A and %d of B the smallest possible p-value is %s, above alpha %s, "+
+		"so no difference can be significant (\"~\") however large; at least %d runs a side are needed (load -runs %d: the first is discarded)",
+		plural(na, "run"), nb, strconv.FormatFloat(minUTestP(na, nb), 'f', 3, 64), strconv.FormatFloat(alpha, 'f', -1, 64), k, k+1)
 }
 
 // metric is one figure compared run by run.

@@ -310,6 +310,10 @@ func (r *Report) renderText(w io.Writer) error {
 		for _, s := range t.Warnings {
 			para(w, "Note: ", s+".")
 		}
+		if v := compareVerdict(t); v != "" {
+			fmt.Fprintln(w)
+			para(w, "", v)
+		}
 	}
 
 	if len(r.Footnotes) > 0 || r.ClientBound {
