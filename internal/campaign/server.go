@@ -86,7 +86,7 @@ func (p metricsProbe) sample(ctx context.Context) serverSample {
 	if v, ok := s.Get("process_max_fds"); ok {
 		out.maxFDs = int64(v)
 	}
-	if v, ok := s[`volanogo_connections_refused_total{reason="open_files"}`]; ok {
+	if v, ok := s.Sum("volanogo_connections_refused_total", "reason", "open_files"); ok {
 		out.refusedOpenFiles = int64(v)
 	}
 	return out

@@ -1,131 +1,168 @@
-// Package metrics reads Prometheus metrics: a small parser of the text
-// exposition format, enough for `volanogo load` to read a server's CPU and
-// memory (process_cpu_seconds_total, process_resident_memory_bytes) at the
-// start and the end of a timed phase.
+// Package metrics reads Prometheus metrics, through the Prometheus
+// project's own parser (prometheus/common/expfmt), enough for `volanogo
+// load` to read a server's CPU and memory (process_cpu_seconds_total,
+// process_resident_memory_bytes) and its connections, goroutines and
+// descriptors at the start and the end of a timed phase.
+//
+// Series are keyed by their parsed labels, not by the text of the page:
+// `x{a="1",b="2"}`, `x{b="2",a="1"}` and `x{a="1",b="2",}` are one series.
 package metrics
 
 import (
-	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math"
+	"maps"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// Samples maps a series to its value. The key is the metric name, followed
-// by its labels exactly as exposed when it has any:
-// `volanogo_connections_closed_total{reason="eof"}`.
-type Samples map[string]float64
-
-// Get returns the value of the unlabelled series name.
-func (s Samples) Get(name string) (float64, bool) {
-	v, ok := s[name]
-	return v, ok
+// Series is one time series of a page: its labels (the metric name not
+// among them) and its value.
+type Series struct {
+	Labels map[string]string
+	Value  float64
 }
 
-// Sum adds every series of the metric name, labelled or not.
-func (s Samples) Sum(name string) (float64, bool) {
+// Samples maps a metric name to its series. A summary or histogram named
+// x gives the series x (one per quantile label), x_sum and x_count, or
+// x_bucket (one per le label), x_sum and x_count, as Prometheus stores them.
+type Samples map[string][]Series
+
+// Get returns the value of the series of name whose labels are exactly
+// the pairs given (name, value, name, value, ...), in any order: Get(name)
+// is the unlabelled series.
+func (s Samples) Get(name string, labelPairs ...string) (float64, bool) {
+	want, ok := pairs(labelPairs)
+	if !ok {
+		return 0, false
+	}
+	for _, x := range s[name] {
+		if maps.Equal(x.Labels, want) {
+			return x.Value, true
+		}
+	}
+	return 0, false
+}
+
+// Sum adds the series of name whose labels include the pairs given (all
+// of name's series when none are given), and says whether there was one.
+func (s Samples) Sum(name string, labelPairs ...string) (float64, bool) {
+	want, ok := pairs(labelPairs)
+	if !ok {
+		return 0, false
+	}
 	var sum float64
 	found := false
-	for k, v := range s {
-		if k == name || (strings.HasPrefix(k, name) && len(k) > len(name) && k[len(name)] == '{') {
-			sum += v
+	for _, x := range s[name] {
+		if includes(x.Labels, want) {
+			sum += x.Value
 			found = true
 		}
 	}
 	return sum, found
 }
 
+// pairs makes a label set of name, value, ...; false for an odd count.
+func pairs(kv []string) (map[string]string, bool) {
+	if len(kv)%2 != 0 {
+		return nil, false
+	}
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m, true
+}
+
+func includes(labels, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
 // MaxBytes bounds a scraped page.
 const MaxBytes = 8 << 20
 
-// Parse reads the Prometheus text format: comments and blank lines are
-// skipped, each other line is `name[{labels}] value [timestamp]`. Values
-// may be floats, NaN or ±Inf. A line that cannot be read is an error
-// naming its number.
+// errTooLarge: a page past MaxBytes.
+var errTooLarge = fmt.Errorf("page larger than %d bytes", MaxBytes)
+
+// Parse reads the Prometheus text exposition format (version 0.0.4,
+// UTF-8 metric and label names allowed). A page that cannot be read is an
+// error naming the line.
 func Parse(r io.Reader) (Samples, error) {
-	out := Samples{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		t := strings.TrimSpace(sc.Text())
-		if t == "" || t[0] == '#' {
-			continue
-		}
-		series, rest, err := splitSeries(t)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %w", line, err)
-		}
-		fields := strings.Fields(rest)
-		if len(fields) < 1 || len(fields) > 2 {
-			return nil, fmt.Errorf("metrics line %d: want a value after %q", line, series)
-		}
-		v, err := parseValue(fields[0])
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %w", line, err)
-		}
-		out[series] = v
-	}
-	if err := sc.Err(); err != nil {
+	return decode(r, expfmt.NewFormat(expfmt.TypeTextPlain))
+}
+
+// decode reads a page in the given format (the text format, or the
+// delimited protocol buffers a server may answer with) into Samples.
+func decode(r io.Reader, format expfmt.Format) (Samples, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
+	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("metrics: %w", errTooLarge)
+	}
+	var fams []*dto.MetricFamily
+	if format.FormatType() == expfmt.TypeTextPlain {
+		// Parsed here rather than by expfmt.NewDecoder so that
+		// UTF-8 names are accepted whatever the format's escaping.
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		byName, err := p.TextToMetricFamilies(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		for _, f := range byName {
+			fams = append(fams, f)
+		}
+	} else {
+		dec := expfmt.NewDecoder(bytes.NewReader(data), format)
+		for {
+			f := new(dto.MetricFamily)
+			err := dec.Decode(f)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("metrics: %w", err)
+			}
+			fams = append(fams, f)
+		}
+	}
+	vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, fams...)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	out := Samples{}
+	for _, smp := range vec {
+		name := string(smp.Metric[model.MetricNameLabel])
+		labels := make(map[string]string, len(smp.Metric)-1)
+		for k, v := range smp.Metric {
+			if k != model.MetricNameLabel {
+				labels[string(k)] = string(v)
+			}
+		}
+		out[name] = append(out[name], Series{Labels: labels, Value: float64(smp.Value)})
 	}
 	return out, nil
 }
 
-// splitSeries returns the series (name and labels) and the rest of a line.
-func splitSeries(t string) (series, rest string, err error) {
-	i := strings.IndexAny(t, "{ \t")
-	if i < 0 {
-		return "", "", fmt.Errorf("no value in %q", t)
-	}
-	if i == 0 {
-		return "", "", fmt.Errorf("no metric name in %q", t)
-	}
-	if t[i] != '{' {
-		return t[:i], t[i:], nil
-	}
-	// Labels: find the closing brace outside quoted values.
-	inQuote, esc := false, false
-	for j := i + 1; j < len(t); j++ {
-		c := t[j]
-		switch {
-		case esc:
-			esc = false
-		case c == '\\' && inQuote:
-			esc = true
-		case c == '"':
-			inQuote = !inQuote
-		case c == '}' && !inQuote:
-			return t[:j+1], t[j+1:], nil
-		}
-	}
-	return "", "", fmt.Errorf("unterminated labels in %q", t)
-}
+// accept asks for the text format, or delimited protocol buffers.
+const accept = `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3`
 
-func parseValue(s string) (float64, error) {
-	switch s {
-	case "NaN":
-		return math.NaN(), nil
-	case "+Inf", "Inf":
-		return math.Inf(1), nil
-	case "-Inf":
-		return math.Inf(-1), nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad value %q", s)
-	}
-	return v, nil
-}
-
-// Scrape fetches url and parses it. A nil client uses one with a 5-second
-// timeout.
+// Scrape fetches url and parses it, in the format the server answers
+// with (the text format when it does not say). A nil client uses one with
+// a 5-second timeout.
 func Scrape(ctx context.Context, client *http.Client, url string) (Samples, error) {
 	if client == nil {
 		client = &http.Client{Timeout: 5 * time.Second}
@@ -134,7 +171,7 @@ func Scrape(ctx context.Context, client *http.Client, url string) (Samples, erro
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	req.Header.Set("Accept", accept)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
@@ -143,7 +180,11 @@ func Scrape(ctx context.Context, client *http.Client, url string) (Samples, erro
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("scrape %s: %s", url, resp.Status)
 	}
-	s, err := Parse(io.LimitReader(resp.Body, MaxBytes))
+	format := expfmt.ResponseFormat(resp.Header)
+	if format.FormatType() != expfmt.TypeProtoDelim {
+		format = expfmt.NewFormat(expfmt.TypeTextPlain)
+	}
+	s, err := decode(resp.Body, format)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
