@@ -124,6 +124,7 @@ type loadOptions struct {
 	clientTimeout              time.Duration
 	runs, discard              int
 	quiet, progress, keepGoing bool
+	json                       bool // --json: one result line (loadjson.go)
 	batchReads, strictOrder    bool
 	cpuprofile                 string
 	seed                       int64
@@ -232,6 +233,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.DurationVar(&o.clientTimeout, "client-timeout", campaign.DefaultClientTimeout, "--client-cmd: stop a client still running after this long (the original Mark never gives up)")
 	f.IntVar(&o.runs, "runs", 0, "runs per step (default 1; 4 for turn-taking with --serve or --server-cmd)")
 	f.IntVar(&o.discard, "discard", results.DefaultRunRule.Discard, "runs not counted at the start of each step")
+	f.BoolVar(&o.json, "json", false, "print one JSON line at the end on standard output: score, msg/s, CPU per message, failures, verdict (the text then goes to standard error)")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
 	f.BoolVar(&o.progress, "progress", false, "progress on stderr even when it is not a terminal")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the client to this file")
@@ -408,7 +410,13 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 	if werr := sink.close(); werr != nil && err == nil {
 		err = werr
 	}
-	return campaignExit(err)
+	err = campaignExit(err)
+	if o.json {
+		if jerr := writeJSONLine(io.Out, newJSONLine(cfg, res, err)); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	return err
 }
 
 // campaignExit maps a campaign's error to the command's: a usage error

@@ -33,6 +33,9 @@ func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, e
 	s := &loadSink{text: streams.Out, output: o.output}
 	if o.output == "-" {
 		s.text, s.docOut = streams.Err, streams.Out
+	}
+	if o.json {
+		s.text = streams.Err // standard output is the --json line's
 	} else if err := checkOutputPath(o.output); err != nil {
 		return nil, err
 	}
