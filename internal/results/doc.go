@@ -48,7 +48,9 @@
 //	environment       object  the client machine: hostname, os, arch, kernel,
 //	                          distribution, cpu_model, cpus (logical), memory_bytes,
 //	                          go_version, gomaxprocs, open_files_soft,
-//	                          open_files_hard, ephemeral_ports ("32768 60999")
+//	                          open_files_hard, ephemeral_ports ("32768 60999"),
+//	                          floor (load --floor: the machine's kernel floor,
+//	                          a list of Floor, one per room count measured)
 //	step, run         int     place in a sweep: rooms of the step, 1-based run
 //	discarded         bool    excluded by the run rules (the first run)
 //	started, ended    time    the whole run, connection set-up included

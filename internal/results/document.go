@@ -181,6 +181,9 @@ type Environment struct {
 	// quickack set: loopback TCP then acknowledges at once, without the
 	// delayed-ACK timer (see TCPCounters).
 	LoopbackQuickACK bool `json:"loopback_quickack,omitempty"`
+	// Floor is the machine's kernel floor for the workload, measured in
+	// the same sitting (load --floor): see Floor and Efficiency.
+	Floor []Floor `json:"floor,omitempty"`
 }
 
 // Counts are Mark's totals. Expected is rooms × users × count for sent and

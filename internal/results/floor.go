@@ -1,0 +1,97 @@
+package results
+
+import (
+	"math"
+	"time"
+)
+
+// Floor is the kernel floor of VolanoMark's traffic on a machine, measured
+// by `volanogo floor` (or `volanogo load --floor` before its runs): the same
+// pattern as a turn-taking run (rooms × users loopback TCP connections, each
+// chat relayed by one server thread to the other users of its room, the next
+// user speaking when the previous chat reaches it) with nothing else, one
+// thread per side. Any real server or client spends more CPU per message
+// than its side of the floor; machines differ several times in the cost of a
+// system call, so a figure divided by the floor of the same machine
+// compares across machines (see Efficiency).
+type Floor struct {
+	// Engine is the floor server's: "epoll" or "uring".
+	Engine      string `json:"engine"`
+	Rooms       int    `json:"rooms"`
+	Users       int    `json:"users"`
+	Connections int    `json:"connections"`
+	// Count is the messages each user sent; Messages the counted messages,
+	// sent plus received as Mark counts them (rooms × users × count × users).
+	Count    int   `json:"count"`
+	Messages int64 `json:"messages"`
+	// MessageBytes is the size of one chat (80).
+	MessageBytes int `json:"message_bytes"`
+	// ElapsedSeconds is the clients' timed phase; Throughput is Messages
+	// over it (messages per second).
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	Throughput     float64 `json:"throughput"`
+	// ServerCPUSeconds and ClientCPUSeconds are each side's thread CPU
+	// time; the per-message figures divide them by Messages (µs).
+	ServerCPUSeconds          float64 `json:"server_cpu_seconds"`
+	ClientCPUSeconds          float64 `json:"client_cpu_seconds"`
+	ServerCPUPerMessageMicros float64 `json:"server_cpu_per_message_us"`
+	ClientCPUPerMessageMicros float64 `json:"client_cpu_per_message_us"`
+	// ChildProcess is true when the clients ran in a child process (one
+	// process could not hold both sides' descriptors).
+	ChildProcess bool `json:"child_process,omitempty"`
+	// When is the start of the measurement.
+	When time.Time `json:"when"`
+}
+
+// EfficiencyFigures is a run's CPU per message against its machine's
+// floor: floor ÷ measured for each side (1 would be as cheap as the
+// floor; 0.25 four times dearer). A side is 0 when unknown.
+type EfficiencyFigures struct {
+	Server, Client float64
+	// Floor is the floor the figures are relative to.
+	Floor Floor
+}
+
+// Efficiency is d's efficiency against the floor recorded in its
+// environment whose room count is closest to the run's (an epoll floor
+// before an io_uring one at the same distance, then the first recorded).
+// ok is false when d carries no floor or neither side's CPU per message
+// is known.
+func Efficiency(d *Document) (EfficiencyFigures, bool) {
+	f, ok := closestFloor(d.Environment.Floor, d.Config.Rooms)
+	if !ok {
+		return EfficiencyFigures{}, false
+	}
+	e := EfficiencyFigures{Floor: f}
+	ratio := func(floor, measured float64) float64 {
+		if floor <= 0 || measured <= 0 || math.IsNaN(measured) || math.IsInf(measured, 0) {
+			return 0
+		}
+		return floor / measured
+	}
+	if d.Server != nil {
+		e.Server = ratio(f.ServerCPUPerMessageMicros, d.Server.CPUPerMessageMicros)
+	}
+	e.Client = ratio(f.ClientCPUPerMessageMicros, d.Client.CPUPerMessageMicros)
+	return e, e.Server > 0 || e.Client > 0
+}
+
+func closestFloor(floors []Floor, rooms int) (Floor, bool) {
+	best, found := Floor{}, false
+	bestDist := 0
+	for _, f := range floors {
+		if f.ServerCPUPerMessageMicros <= 0 && f.ClientCPUPerMessageMicros <= 0 {
+			continue
+		}
+		dist := f.Rooms - rooms
+		if dist < 0 {
+			dist = -dist
+		}
+		switch {
+		case !found, dist < bestDist,
+			dist == bestDist && best.Engine != "epoll" && f.Engine == "epoll":
+			best, bestDist, found = f, dist, true
+		}
+	}
+	return best, found
+}

@@ -1,0 +1,107 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFloorJSONRoundTrip(t *testing.T) {
+	f := Floor{Engine: "uring", Rooms: 950, Users: 20, Connections: 19000, Count: 5,
+		Messages: 1900000, MessageBytes: 80, ElapsedSeconds: 20.5, Throughput: 92682.9,
+		ServerCPUSeconds: 14.25, ClientCPUSeconds: 9.5, ServerCPUPerMessageMicros: 7.5,
+		ClientCPUPerMessageMicros: 5, ChildProcess: true, When: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	b, err := json.Marshal(f)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"server_cpu_per_message_us":7.5`)
+	assert.Contains(t, string(b), `"child_process":true`)
+	var got Floor
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.Equal(t, f, got)
+}
+
+func TestFloorInDocument(t *testing.T) {
+	d := fullDocument(t)
+	var buf bytes.Buffer
+	require.NoError(t, Write(&buf, d))
+	assert.Contains(t, buf.String(), `"floor": [`)
+	got, err := Read(&buf, "x")
+	require.NoError(t, err)
+	assert.Equal(t, d.Environment.Floor, got.Environment.Floor)
+
+	// A document without a floor has no "floor" key.
+	d.Environment.Floor = nil
+	buf.Reset()
+	require.NoError(t, Write(&buf, d))
+	assert.NotContains(t, buf.String(), `"floor"`)
+}
+
+func TestMergeKeepsFloor(t *testing.T) {
+	a, b := fullDocument(t), fullDocument(t)
+	a.Shard = &Shard{Index: 0, Count: 2}
+	b.Shard = &Shard{Index: 1, Count: 2}
+	m, err := Merge([]*Document{a, b})
+	require.NoError(t, err)
+	assert.Equal(t, a.Environment.Floor, m.Environment.Floor)
+}
+
+func TestEfficiency(t *testing.T) {
+	floor := func(engine string, rooms int, server, client float64) Floor {
+		return Floor{Engine: engine, Rooms: rooms, ServerCPUPerMessageMicros: server, ClientCPUPerMessageMicros: client}
+	}
+	doc := func(rooms int, server, client float64, floors ...Floor) *Document {
+		d := &Document{Config: Config{Rooms: rooms}, Environment: Environment{Floor: floors}}
+		d.Client.CPUPerMessageMicros = client
+		if server > 0 {
+			d.Server = &ServerUsage{CPUPerMessageMicros: server}
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name           string
+		d              *Document
+		ok             bool
+		server, client float64
+		rooms          int
+		engine         string
+	}{
+		{name: "no floor", d: doc(15, 10, 8)},
+		{name: "one floor", d: doc(15, 10, 8, floor("epoll", 15, 5, 4)),
+			ok: true, server: 0.5, client: 0.5, rooms: 15, engine: "epoll"},
+		{name: "closest rooms", d: doc(400, 20, 10, floor("epoll", 15, 5, 4), floor("epoll", 475, 8, 5), floor("epoll", 950, 9, 6)),
+			ok: true, server: 0.4, client: 0.5, rooms: 475, engine: "epoll"},
+		{name: "closest rooms above", d: doc(900, 18, 12, floor("epoll", 475, 8, 5), floor("epoll", 950, 9, 6)),
+			ok: true, server: 0.5, client: 0.5, rooms: 950, engine: "epoll"},
+		{name: "epoll before uring at the same distance", d: doc(15, 10, 8, floor("uring", 15, 4, 4), floor("epoll", 15, 5, 4)),
+			ok: true, server: 0.5, client: 0.5, rooms: 15, engine: "epoll"},
+		{name: "uring when closer", d: doc(15, 10, 8, floor("uring", 15, 4, 4), floor("epoll", 50, 5, 4)),
+			ok: true, server: 0.4, client: 0.5, rooms: 15, engine: "uring"},
+		{name: "first of equals", d: doc(30, 10, 8, floor("epoll", 15, 5, 4), floor("epoll", 45, 6, 4)),
+			ok: true, server: 0.5, client: 0.5, rooms: 15, engine: "epoll"},
+		{name: "server unknown", d: doc(15, 0, 8, floor("epoll", 15, 5, 4)),
+			ok: true, server: 0, client: 0.5, rooms: 15, engine: "epoll"},
+		{name: "nothing measured", d: doc(15, 0, 0, floor("epoll", 15, 5, 4))},
+		{name: "empty floor skipped", d: doc(15, 10, 8, floor("epoll", 15, 0, 0), floor("epoll", 50, 5, 4)),
+			ok: true, server: 0.5, client: 0.5, rooms: 50, engine: "epoll"},
+		{name: "a side of the floor unknown", d: doc(15, 10, 8, floor("epoll", 15, 0, 4)),
+			ok: true, server: 0, client: 0.5, rooms: 15, engine: "epoll"},
+		{name: "dearer than measured", d: doc(15, 2.5, 2, floor("epoll", 15, 5, 4)),
+			ok: true, server: 2, client: 2, rooms: 15, engine: "epoll"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, ok := Efficiency(tc.d)
+			require.Equal(t, tc.ok, ok)
+			if !ok {
+				return
+			}
+			assert.InDelta(t, tc.server, e.Server, 1e-12)
+			assert.InDelta(t, tc.client, e.Client, 1e-12)
+			assert.Equal(t, tc.rooms, e.Floor.Rooms)
+			assert.Equal(t, tc.engine, e.Floor.Engine)
+		})
+	}
+}

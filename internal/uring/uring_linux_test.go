@@ -1,0 +1,58 @@
+package uring
+
+import (
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestSendRecvCancel(t *testing.T) {
+	r, err := New(4)
+	if err != nil && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) || errors.Is(err, ErrNoExtArg)) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	defer r.Close()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+
+	in := make([]byte, 16)
+	out := []byte("hello")
+	got := map[uint64]int32{}
+	ts := unix.NsecToTimespec(100e6)
+	wait := func(n int) {
+		for i := 0; i < 50 && len(got) < n; i++ {
+			require.NoError(t, r.SubmitAndWait(&ts))
+			head, h := r.Head(), r.Head()
+			for ; h != r.Tail(); h++ {
+				got[r.Entry(h).UserData] = r.Entry(h).Res
+			}
+			r.Advance(h - head)
+		}
+	}
+	PrepRecv(r.GetSQE(), fds[1], unsafe.Pointer(&in[0]), len(in), 0, 7)
+	PrepSend(r.GetSQE(), fds[0], unsafe.Pointer(&out[0]), len(out), unix.MSG_DONTWAIT, 8)
+	wait(2)
+	PrepRecv(r.GetSQE(), fds[0], unsafe.Pointer(&in[8]), 8, 0, 9) // never completes: cancelled below
+	require.NoError(t, r.Submit())
+	PrepCancelAll(r.GetSQE(), 10)
+	for range 3 {
+		assert.NotNil(t, r.GetSQE())
+	}
+	assert.Nil(t, r.GetSQE(), "a ring of 4 is full after 4")
+	r.sqeTail -= 3 // give back the three taken to test
+	wait(4)
+	assert.Equal(t, int32(5), got[7])
+	assert.Equal(t, "hello", string(in[:5]))
+	assert.Equal(t, int32(5), got[8])
+	assert.Equal(t, -int32(unix.ECANCELED), got[9])
+	assert.Contains(t, got, uint64(10))
+	assert.Zero(t, r.Ready())
+	require.NoError(t, r.Submit())
+}
