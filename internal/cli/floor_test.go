@@ -68,7 +68,7 @@ func TestFloorUsageErrors(t *testing.T) {
 	} {
 		code, _, errOut := run(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, errOut)
-		assert.Contains(t, errOut, "Usage:", "%v", args)
+		assert.Contains(t, errOut, "volanogo floor", "%v", args)
 	}
 }
 
