@@ -64,7 +64,7 @@ func NewRoot(io *IO) *cobra.Command {
 of long-lived connections, as VolanoMark did from 1997 to 2005: a chat
 server, a swarm of users taking turns broadcasting in rooms of 20, and a
 report that turns runs into scores, scalability tables and footnotes.`,
-		Example: `  volanogo serve                          # terminal 1: the server on :8000, metrics on :9090
+		Example: `  volanogo serve                          # terminal 1: the server on :8000, metrics on :8002
   volanogo load -count 100                # terminal 2: 50 rooms x 20 users, prints the score
   volanogo load -rooms 105 -o results/    # the 2,100-connection step of the scalability test
   volanogo report results/                # tables, footnotes, environments

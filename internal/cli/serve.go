@@ -26,9 +26,12 @@ type serveOptions struct {
 	maxProfile, maxText             int
 	acceptVersions                  []string
 	maxConnections                  int
-	idleTimeout                     time.Duration
-	sendBuffer                      int
+	accessTimeout, idleTimeout      time.Duration
+	handshakeTimeout, drainTimeout  time.Duration
+	sendBuffer, socketSendBuffer    int
 	maxPacket                       int
+	maxPrivate, maxRooms            int
+	roomListMax                     int
 	wsOrigins                       []string
 	logLevel                        string
 }
@@ -41,7 +44,20 @@ func newServeCmd(io *IO) *cobra.Command {
 		Long: `Run volanogo's chat server: the VOLANO chat protocol over TCP, wire-compatible
 with the original VOLANO 2.13.4 server, so that the original VolanoMark client
 (java COM.volano.Mark) can measure it; the same packets over WebSocket (one
-packet per binary message, path /chat); Prometheus metrics on /metrics.
+packet per binary message, path /chat); Prometheus metrics on /metrics, with
+/healthz (the process is alive) and /readyz (listening, holding its reserve
+descriptor, not draining) beside them. The metrics port defaults to 8002, next
+to the chat port, rather than 9090: that is Prometheus's own port, where
+exporters collide.
+
+Defaults that protect (0 turns a timeout or limit off): a connection must
+deliver its Access within --access-timeout (10s); a client silent for
+--idle-timeout (10m, the original's shipped server.timeout) gets a Ping and is
+closed one more timeout later; at most --max-private private sessions opened
+per connection (32) and --max-rooms dynamic rooms (20000); room lists carry at
+most --room-list-max names (100) and 16 KiB. Closes for bad input, floods and
+limits are logged at warn level, one line per reason per 10 seconds with a
+count.
 
 Rooms are permanent (--room, --rooms-file) or dynamic: a dynamic room is
 created by the default room of a client's Access request and removed as soon
@@ -50,8 +66,10 @@ created this way.
 
 Once listening it prints one line on stdout:
   volanogo serve listening: chat=ADDR ws=ADDR metrics=ADDR
-and logs to stderr. SIGINT or SIGTERM stops it: it closes every connection
-and exits 0.`,
+and logs to stderr. SIGINT or SIGTERM drains it: it stops accepting, lets each
+connection's queued packets go out, closes it cleanly (FIN; a WebSocket gets a
+going-away close) and waits for the clients to close, at most --drain-timeout,
+then exits 0. A second signal ends it at once.`,
 		Example: `  # The server of the Volano Report's loopback test
   volanogo serve
 
@@ -59,8 +77,8 @@ and exits 0.`,
   volanogo serve --room "Sample Permanent Room A" --room "Sample Permanent Room B" \
       --room "Sample Permanent Room C" --ws-listen :8080
 
-  # Refuse connections past 10,000; ping clients idle for 10 minutes
-  volanogo serve --max-connections 10000 --idle-timeout 10m`,
+  # Refuse connections past 10,000; ping clients idle for 2 minutes
+  volanogo serve --max-connections 10000 --idle-timeout 2m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serveRun(cmd.Context(), io, o)
@@ -69,7 +87,7 @@ and exits 0.`,
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", server.DefaultListen, "TCP address of the chat port")
 	f.StringVar(&o.wsListen, "ws-listen", "", "address of the WebSocket listener, path /chat (empty: off)")
-	f.StringVar(&o.metricsListen, "metrics-listen", server.DefaultMetrics, "address of the Prometheus metrics listener, path /metrics (empty: off)")
+	f.StringVar(&o.metricsListen, "metrics-listen", server.DefaultMetrics, "address of /metrics, /healthz and /readyz (empty: off)")
 	f.StringArrayVar(&o.rooms, "room", nil, "a permanent room (repeatable)")
 	f.StringVar(&o.roomsFile, "rooms-file", "", "file of permanent rooms, one per line (blank lines and lines starting with # are skipped)")
 	f.IntVar(&o.roomLimit, "room-limit", server.DefaultRoomLimit, "most users in one room")
@@ -79,9 +97,16 @@ and exits 0.`,
 	f.IntVar(&o.maxText, "max-text", server.DefaultMaxText, "longest chat text, in UTF-16 units after trimming")
 	f.StringArrayVar(&o.acceptVersions, "accept-version", []string{server.DefaultVersion}, "applet version an Access request may carry (repeatable)")
 	f.IntVar(&o.maxConnections, "max-connections", 0, "refuse connections past this many open ones (0: no limit)")
-	f.DurationVar(&o.idleTimeout, "idle-timeout", 0, "send a Ping after this long without a packet, close after twice as long (0: off)")
-	f.IntVar(&o.sendBuffer, "send-buffer", server.DefaultSendBuffer, "bytes that may wait for one slow client before it is closed as a slow consumer")
+	f.DurationVar(&o.accessTimeout, "access-timeout", server.DefaultAccessTimeout, "time a new connection has to deliver its whole Access request (0: no limit)")
+	f.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "send a Ping to a client silent this long, close it one timeout later (0: off)")
+	f.DurationVar(&o.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "time a WebSocket upgrade request has to arrive")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM or SIGINT, longest wait for connections to close before closing them at once")
+	f.IntVar(&o.sendBuffer, "send-buffer", server.DefaultSendBuffer, "bytes that may wait for one slow client (queued or in an unfinished write) before it is closed as a slow consumer")
+	f.IntVar(&o.socketSendBuffer, "socket-send-buffer", server.DefaultSocketSendBuffer, "each connection's kernel send buffer, SO_SNDBUF (0: the kernel autotunes it)")
 	f.IntVar(&o.maxPacket, "max-packet", 64<<10, "largest incoming packet, in bytes")
+	f.IntVar(&o.maxPrivate, "max-private", server.DefaultMaxPrivate, "most private sessions one connection may have opened and not closed (0: no limit)")
+	f.IntVar(&o.maxRooms, "max-rooms", server.DefaultMaxRooms, "most dynamic rooms; past it an Access is accepted but its room not created (0: no limit)")
+	f.IntVar(&o.roomListMax, "room-list-max", server.DefaultRoomListMax, "most room names in an Access or RoomList confirm (which also stops at 16 KiB)")
 	f.StringArrayVar(&o.wsOrigins, "ws-origin", nil, "Origin a browser may open a WebSocket from (repeatable; * allows any; default: same host only)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
@@ -104,9 +129,34 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		name string
 		v    int
 	}{{"--room-limit", o.roomLimit}, {"--max-name", o.maxName}, {"--max-room-name", o.maxRoomName},
-		{"--max-profile", o.maxProfile}, {"--max-text", o.maxText}, {"--send-buffer", o.sendBuffer}, {"--max-packet", o.maxPacket}} {
+		{"--max-profile", o.maxProfile}, {"--max-text", o.maxText}, {"--send-buffer", o.sendBuffer}, {"--max-packet", o.maxPacket},
+		{"--room-list-max", o.roomListMax}} {
 		if v.v <= 0 {
 			return &UsageError{Err: fmt.Errorf("%s must be positive (got %d)", v.name, v.v)}
+		}
+	}
+	for _, v := range []struct {
+		name string
+		v    int
+	}{{"--max-private", o.maxPrivate}, {"--max-rooms", o.maxRooms}, {"--socket-send-buffer", o.socketSendBuffer}, {"--max-connections", o.maxConnections}} {
+		if v.v < 0 {
+			return &UsageError{Err: fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)}
+		}
+	}
+	for _, v := range []struct {
+		name string
+		v    time.Duration
+	}{{"--access-timeout", o.accessTimeout}, {"--idle-timeout", o.idleTimeout}} {
+		if v.v < 0 {
+			return &UsageError{Err: fmt.Errorf("%s must not be negative (got %v)", v.name, v.v)}
+		}
+	}
+	for _, v := range []struct {
+		name string
+		v    time.Duration
+	}{{"--handshake-timeout", o.handshakeTimeout}, {"--drain-timeout", o.drainTimeout}} {
+		if v.v <= 0 {
+			return &UsageError{Err: fmt.Errorf("%s must be positive (got %v)", v.name, v.v)}
 		}
 	}
 	if o.listen == "" && o.wsListen == "" {
@@ -117,8 +167,11 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		Listen: o.listen, WSListen: o.wsListen, WSOrigins: o.wsOrigins, MetricsListen: o.metricsListen,
 		Rooms: rooms, RoomLimit: o.roomLimit, MaxName: o.maxName, MaxRoomName: o.maxRoomName,
 		MaxProfile: o.maxProfile, MaxText: o.maxText, AcceptVersions: o.acceptVersions,
-		MaxConnections: o.maxConnections, IdleTimeout: o.idleTimeout, SendBuffer: o.sendBuffer,
-		MaxPacket: o.maxPacket, Logger: logger,
+		MaxConnections: o.maxConnections, AccessTimeout: offIfZero(o.accessTimeout), IdleTimeout: offIfZero(o.idleTimeout),
+		HandshakeTimeout: o.handshakeTimeout, DrainTimeout: o.drainTimeout,
+		SendBuffer: o.sendBuffer, SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: o.maxPacket,
+		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: o.roomListMax,
+		Logger: logger,
 	})
 	if err != nil {
 		return &UsageError{Err: err}
@@ -136,16 +189,26 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 	ready := handshake.Serve{Chat: addr(srv.Addr(), o.listen != ""), WS: addr(srv.WSAddr(), o.wsListen != ""),
 		Metrics: addr(srv.MetricsAddr(), o.metricsListen != "")}
 	fmt.Fprintln(io.Out, ready.Line())
-	logger.Info("volanogo serve started", "rooms", len(rooms), "room_limit", o.roomLimit, "max_connections", o.maxConnections)
+	logger.Info("volanogo serve started", "rooms", len(rooms), "room_limit", o.roomLimit, "max_connections", o.maxConnections,
+		"access_timeout", o.accessTimeout, "idle_timeout", o.idleTimeout, "max_rooms", o.maxRooms, "max_private", o.maxPrivate)
 	<-ctx.Done()
-	logger.Info("stopping: closing connections")
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	// The signal's context is done; a second signal ends the process at
+	// once (cmd/volanogo restores the default action after the first).
+	logger.Info("draining: not accepting; closing connections once their queued packets are out", "drain_timeout", o.drainTimeout)
+	if err := srv.Drain(context.Background()); err != nil {
 		return err
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// offIfZero maps a flag's 0 ("off") to the server's Off; Config's zero
+// means the default.
+func offIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return server.Off
+	}
+	return v
 }
 
 // readRoomsFile reads one permanent room per line.

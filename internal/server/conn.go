@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,11 +32,13 @@ type conn struct {
 	flushing  bool   // TCP: a writer goroutine owns out
 	lingering string // close with this reason once the queue is written
 	out       []byte // TCP: bytes the socket has not taken yet
+	inflight  int    // TCP: bytes handed to the writer's blocking write, not yet all taken
 	s         *Server
 	spare     []byte
 	wsq       [][]byte // WebSocket: packets waiting for the writer
-	queued    int      // bytes waiting (either transport)
+	queued    int      // WebSocket: bytes waiting, including the message being written
 	reason    string
+	detail    string        // what was wrong, for the log
 	wake      chan struct{} // WebSocket writer
 
 	nc     net.Conn
@@ -44,13 +47,23 @@ type conn struct {
 	// Owned by the reading goroutine.
 	accessed bool
 	guestOf  *room
-	members  []*member
+	members  []*member          // rooms entered, in order
+	byRoom   map[string]*member // the same by room (modified UTF-8 name); nil until needed
 	scratch  []byte
 	reader   *protocol.Reader
 	strikes  int
+	packets  uint64 // packets read (TCP; for the idle timeout)
 
-	// Guarded by s.privMu.
-	privs []*private
+	// WebSocket: unix nanoseconds of the last packet read (the reader
+	// stores it, the writer's idle check loads it).
+	lastPacket atomic.Int64
+	accessedWS atomic.Bool // WebSocket: accessed, as the writer sees it
+
+	pmu    sync.Mutex            // guards privs and opened
+	privs  map[*private]struct{} // private sessions this connection is in
+	opened int                   // sessions it opened that have not ended
+	// privsEnded: the connection has ended its sessions (it is closing).
+	privsEnded bool
 }
 
 func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
@@ -74,7 +87,10 @@ func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
 // connection is closed as a slow consumer.
 func (c *conn) send(b []byte) {
 	c.mu.Lock()
-	if c.closed || c.lingering != "" && c.ws != nil {
+	if c.closed || c.lingering != "" {
+		// A connection being let go gets nothing more than what was
+		// queued before (its refusal, or what it had when the server
+		// began to drain).
 		c.mu.Unlock()
 		return
 	}
@@ -96,7 +112,7 @@ func (c *conn) send(b []byte) {
 			return
 		}
 	}
-	if len(c.out)+len(b) > c.s.cfg.SendBuffer {
+	if len(c.out)+c.inflight+len(b) > c.s.cfg.SendBuffer {
 		c.closeLocked(ReasonSlowConsumer)
 		c.mu.Unlock()
 		return
@@ -127,8 +143,21 @@ func (c *conn) tryWrite(b []byte) (int, error) {
 	return writeNonblock(uintptr(c.fd), b)
 }
 
+// pending is the bytes waiting for the client, as the send buffer counts
+// them: queued, or handed to a write that has not returned.
+func (c *conn) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ws != nil {
+		return c.queued
+	}
+	return len(c.out) + c.inflight
+}
+
 // flush is the TCP writer goroutine: it drains out with blocking writes
-// and ends when out is empty.
+// and ends when out is empty. The bytes of a write stay counted (inflight)
+// until it returns, so that what waits for one client, in out and in the
+// write, never passes the send buffer.
 func (c *conn) flush() {
 	defer c.s.wg.Done()
 	for {
@@ -144,12 +173,14 @@ func (c *conn) flush() {
 		buf := c.out
 		c.out = c.spare[:0]
 		c.spare = nil
+		c.inflight = len(buf)
 		c.mu.Unlock()
 
 		_ = c.nc.SetWriteDeadline(time.Now().Add(writeStall))
 		_, err := c.nc.Write(buf)
 
 		c.mu.Lock()
+		c.inflight = 0
 		if cap(buf) <= 4096 {
 			c.spare = buf[:0]
 		}
@@ -172,13 +203,24 @@ func (c *conn) close(reason string) {
 	c.mu.Unlock()
 }
 
+// closeFor closes the connection for reason, keeping detail (what was
+// wrong) for the log.
+func (c *conn) closeFor(reason string, err error) {
+	c.mu.Lock()
+	if !c.closed && err != nil {
+		c.detail = err.Error()
+	}
+	c.closeLocked(reason)
+	c.mu.Unlock()
+}
+
 func (c *conn) closeLocked(reason string) {
 	if c.closed {
 		return
 	}
 	c.closed = true
 	c.reason = reason
-	c.out, c.spare, c.wsq = nil, nil, nil
+	c.out, c.spare, c.wsq, c.inflight = nil, nil, nil, 0
 	if c.ws != nil {
 		select {
 		case c.wake <- struct{}{}:
@@ -229,43 +271,91 @@ func (c *conn) shutdownWriteLocked() {
 }
 
 // serve is the connection's reading goroutine.
+//
+// Deadlines: the whole Access must arrive within the access timeout.
+// After it, the idle timeout is kept without touching the deadline per
+// packet: a deadline set at one moment fires an idle timeout later, and
+// counts as a strike only if no packet came meanwhile. So a silent client
+// gets a Ping after one to two idle timeouts and is closed one more
+// later, and a busy one costs nothing.
 func (c *conn) serve() {
 	defer c.finish()
-	idle := c.s.cfg.IdleTimeout
+	cfg := &c.s.cfg
+	if cfg.AccessTimeout > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(cfg.AccessTimeout))
+	}
+	armed := false // the idle deadline is set (after Access)
+	var seen uint64
 	for {
-		c.mu.Lock()
-		lingering, closed := c.lingering, c.closed
-		c.mu.Unlock()
-		if closed {
-			return
+		if c.accessed && !armed {
+			armed, seen = true, c.packets
+			if cfg.IdleTimeout > 0 {
+				_ = c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+			} else {
+				_ = c.nc.SetReadDeadline(time.Time{})
+			}
 		}
-		if lingering != "" {
-			c.drain(lingering)
+		if c.stopping() {
 			return
-		}
-		if idle > 0 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(idle))
 		}
 		f, err := c.reader.Next()
 		if err != nil {
-			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-				c.strikes++
-				if c.strikes >= 2 {
-					c.close(ReasonIdle)
+			if c.stopping() {
+				return
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if !c.accessed {
+					c.close(ReasonAccessTimeout)
 					return
 				}
-				c.sendPing()
-				continue
+				if cfg.IdleTimeout > 0 {
+					armed = false
+					if c.packets != seen {
+						c.strikes = 0
+						continue
+					}
+					c.strikes++
+					if c.strikes >= 2 {
+						c.close(ReasonIdle)
+						return
+					}
+					c.sendPing()
+					continue
+				}
 			}
-			c.close(readCloseReason(err))
+			c.closeFor(readCloseReason(err), err)
 			if !errors.Is(err, io.EOF) {
 				c.s.log.Debug("connection closed", "remote", c.remote, "err", err)
 			}
 			return
 		}
-		c.strikes = 0
+		c.packets++
 		c.s.counters.in(f.ID, len(f.Raw))
 		c.handle(f)
+	}
+}
+
+// stopping tells whether the reading goroutine should stop: the
+// connection is closed, or being let go (then it drains first).
+func (c *conn) stopping() bool {
+	c.mu.Lock()
+	lingering, closed := c.lingering, c.closed
+	c.mu.Unlock()
+	if closed {
+		return true
+	}
+	if lingering != "" {
+		c.drain(lingering)
+		return true
+	}
+	return false
+}
+
+// wakeReader makes a reading goroutine blocked in a read look at the
+// connection's state (Drain has set it lingering).
+func (c *conn) wakeReader() {
+	if c.ws == nil {
+		_ = c.nc.SetReadDeadline(time.Now())
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/url"
 	"strings"
 	"unicode"
@@ -18,8 +19,7 @@ func (c *conn) handle(f protocol.Frame) {
 	}
 	p, err := f.Decode()
 	if err != nil {
-		c.s.log.Info("malformed packet", "remote", c.remote, "err", err)
-		c.close(ReasonProtocol)
+		c.closeFor(ReasonProtocol, err)
 		return
 	}
 	c.handlePacket(p)
@@ -115,7 +115,13 @@ func (c *conn) handleAccess(a *protocol.Access, pw *protocol.PasswordAccess) {
 	var rooms []string
 	if result == protocol.AccessOK {
 		if name := protocol.Trim(a.DefaultRoom); name != "" && jlen(name) <= s.cfg.MaxRoomName {
-			c.guestOf = s.guestRoom(name, a.DocumentBase)
+			// Past --max-rooms the room is not created, as the original
+			// does with dynamic rooms turned off (room.nodynamic): the
+			// Access is still accepted, and entering the room is answered
+			// NO_SUCH_ROOM.
+			if c.guestOf = s.guestRoom(name, a.DocumentBase); c.guestOf == nil {
+				s.refuseRequest(c, ReasonMaxRooms)
+			}
 		}
 		rooms = s.roomNames("")
 	}
@@ -204,7 +210,7 @@ func (s *Server) enterRoom(c *conn, p *protocol.EnterRoom) {
 		s.counters.out(protocol.IDEnterRoom, len(r.members), len(r.members)*len(ind))
 	}
 	r.members = append(r.members, m)
-	c.members = append(c.members, m)
+	c.addMember(m)
 	c.reply(&protocol.EnterRoom{Type: protocol.Confirm, Profile: profile, RoomName: p.RoomName, UserName: name,
 		Result: protocol.EnterOK, RoomType: protocol.RoomNormal, Count: int32(len(r.members)), Users: r.usersLocked()})
 	r.mu.Unlock()
@@ -233,12 +239,7 @@ func (s *Server) exitRoom(c *conn, m *member) {
 	}
 	empty := len(r.members) == 0 && r.guests == 0
 	r.mu.Unlock()
-	for i, o := range c.members {
-		if o == m {
-			c.members = append(c.members[:i], c.members[i+1:]...)
-			break
-		}
-	}
+	c.removeMember(m)
 	s.counters.users.Add(-1)
 	if empty {
 		s.maybeRemove(r)
@@ -253,8 +254,7 @@ func (c *conn) handleChat(body []byte) {
 	s := c.s
 	v, err := protocol.ParseChat(body)
 	if err != nil {
-		s.log.Info("malformed chat", "remote", c.remote, "err", err)
-		c.close(ReasonProtocol)
+		c.closeFor(ReasonProtocol, err)
 		return
 	}
 	name, text := protocol.TrimRaw(v.UserName), protocol.TrimRaw(v.Text)
@@ -380,20 +380,46 @@ func (s *Server) beep(c *conn, p *protocol.Beep) {
 	m.r.mu.Unlock()
 }
 
+// refuseRequest counts a request refused for a limit; the connection
+// stays open.
+func (s *Server) refuseRequest(c *conn, reason string) {
+	s.counters.requestsRefused[reason].Add(1)
+	s.warn.note("refused", reason, c.remote, "")
+}
+
+// enterPrivate opens a private session. Inviting oneself is allowed, as
+// the original allows it (a confirm, no indication): refusing it would
+// change what a client sees, and under the per-connection cap it costs no
+// more than any other session. Past MaxPrivate sessions opened and not
+// yet closed, the request is refused without a reply, as the original
+// answers an EnterPrivate whose users are not both in the room.
 func (s *Server) enterPrivate(c *conn, p *protocol.EnterPrivate) {
 	m, t := s.toMember(c, p.RoomName, p.ToName)
 	if m == nil {
 		return
 	}
 	defer m.r.mu.Unlock()
-	sess := &private{id: s.nextPriv.Add(1), a: c, b: t.c, aName: m.name, bName: t.name}
-	s.privMu.Lock()
-	s.privates[sess.id] = sess
-	c.privs = append(c.privs, sess)
-	if t.c != c {
-		t.c.privs = append(t.c.privs, sess)
+	if max := s.cfg.MaxPrivate; max > 0 {
+		c.pmu.Lock()
+		full := c.opened >= max
+		c.pmu.Unlock()
+		if full {
+			s.refuseRequest(c, ReasonMaxPrivate)
+			return
+		}
 	}
+	sess := &private{a: c, b: t.c, aName: m.name, bName: t.name}
+	s.privMu.Lock()
+	sess.id = s.newPrivateIDLocked()
+	s.privates[sess.id] = sess
 	s.privMu.Unlock()
+	c.addPriv(sess, true)
+	if t.c != c && !t.c.addPriv(sess, false) {
+		// The invited connection is closing: end the session at once
+		// (the indication goes to it, and is dropped).
+		s.endPrivate(c, sess)
+		return
+	}
 	c.reply(&protocol.EnterPrivate{Type: protocol.Confirm, RoomName: p.RoomName, FromName: m.name, ToName: p.ToName,
 		RoomID: sess.id, Host: "", Profile: t.profile})
 	if t.c != c {
@@ -406,12 +432,50 @@ func (s *Server) enterPrivate(c *conn, p *protocol.EnterPrivate) {
 	}
 }
 
+// newPrivateIDLocked is a positive id no live session has; s.privMu must
+// be held.
+func (s *Server) newPrivateIDLocked() int32 {
+	for {
+		id := s.nextPriv.Add(1) & math.MaxInt32
+		if id != 0 && s.privates[id] == nil {
+			return id
+		}
+	}
+}
+
+// addPriv adds sess to the connection's sessions (counted as opened by it
+// when opener); false when the connection has already ended its sessions.
+func (c *conn) addPriv(sess *private, opener bool) bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if opener {
+		c.opened++
+	}
+	if c.privs == nil {
+		if c.privsEnded {
+			return false
+		}
+		c.privs = map[*private]struct{}{}
+	}
+	c.privs[sess] = struct{}{}
+	return true
+}
+
+func (c *conn) dropPriv(sess *private, opener bool) {
+	c.pmu.Lock()
+	delete(c.privs, sess)
+	if opener {
+		c.opened--
+	}
+	c.pmu.Unlock()
+}
+
 // privateChat relays a chat in a private session; unlike the original,
 // only the session's two members may post in it.
 func (s *Server) privateChat(c *conn, v protocol.ChatView, text []byte) {
 	s.privMu.Lock()
-	defer s.privMu.Unlock()
 	sess := s.privates[v.RoomID]
+	s.privMu.Unlock()
 	if sess == nil {
 		return
 	}
@@ -432,23 +496,33 @@ func (s *Server) privateChat(c *conn, v protocol.ChatView, text []byte) {
 
 func (s *Server) exitPrivate(c *conn, id int32) {
 	s.privMu.Lock()
-	defer s.privMu.Unlock()
 	sess := s.privates[id]
+	s.privMu.Unlock()
 	if sess == nil {
 		return
 	}
 	if _, _, ok := sess.other(c); !ok {
 		return
 	}
-	s.endPrivateLocked(c, sess)
+	s.endPrivate(c, sess)
 }
 
-// endPrivateLocked ends sess, left by c; s.privMu must be held.
-func (s *Server) endPrivateLocked(c *conn, sess *private) {
-	other, name, _ := sess.other(c)
+// endPrivate ends sess, left by c, and tells the other member. Whoever
+// removes it from the server's table ends it; each lock is held for O(1)
+// work, so ending many sessions never holds up anyone else's.
+func (s *Server) endPrivate(c *conn, sess *private) {
+	s.privMu.Lock()
+	if s.privates[sess.id] != sess {
+		s.privMu.Unlock()
+		return
+	}
 	delete(s.privates, sess.id)
-	sess.a.privs = removePriv(sess.a.privs, sess)
-	sess.b.privs = removePriv(sess.b.privs, sess)
+	s.privMu.Unlock()
+	sess.a.dropPriv(sess, true)
+	if sess.b != sess.a {
+		sess.b.dropPriv(sess, false)
+	}
+	other, name, _ := sess.other(c)
 	if other != c {
 		b, err := (&protocol.ExitPrivate{Type: protocol.Indication, RoomID: sess.id, FromName: name}).AppendPacket(nil)
 		if err == nil {
@@ -458,19 +532,14 @@ func (s *Server) endPrivateLocked(c *conn, sess *private) {
 	}
 }
 
+// exitAllPrivate ends every session of a closing connection: O(its
+// sessions).
 func (s *Server) exitAllPrivate(c *conn) {
-	s.privMu.Lock()
-	defer s.privMu.Unlock()
-	for len(c.privs) > 0 {
-		s.endPrivateLocked(c, c.privs[0])
+	c.pmu.Lock()
+	sessions := c.privs
+	c.privs, c.privsEnded = nil, true
+	c.pmu.Unlock()
+	for sess := range sessions {
+		s.endPrivate(c, sess)
 	}
-}
-
-func removePriv(list []*private, p *private) []*private {
-	for i, o := range list {
-		if o == p {
-			return append(list[:i], list[i+1:]...)
-		}
-	}
-	return list
 }

@@ -11,27 +11,37 @@ import (
 
 // Close reasons, the label of volanogo_connections_closed_total.
 const (
-	ReasonEOF          = "eof"             // the client closed
-	ReasonReadError    = "read_error"      // reset or other read failure
-	ReasonWriteError   = "write_error"     // a write failed
-	ReasonProtocol     = "protocol"        // malformed packet, unknown id, bad string
-	ReasonTooLarge     = "too_large"       // packet over the maximum packet size
-	ReasonFirstPacket  = "first_packet"    // first packet was not Access
-	ReasonSecondAccess = "second_access"   // a second Access on one connection
-	ReasonAccessDenied = "access_denied"   // Access refused (version, documentBase)
-	ReasonTooLong      = "too_long"        // a name or text over its limit (the original's 413)
-	ReasonBadRequest   = "bad_request"     // empty name or text, entering a room twice (400)
-	ReasonNotAllowed   = "not_allowed"     // an admin-only packet from a chat client
-	ReasonSlowConsumer = "slow_consumer"   // outgoing bytes over --send-buffer
-	ReasonIdle         = "idle"            // no packet for two idle timeouts
-	ReasonShutdown     = "shutdown"        // the server stopped
-	ReasonMaxConns     = "max_connections" // refused at accept: --max-connections
-	ReasonOpenFiles    = "open_files"      // refused at accept: out of descriptors
+	ReasonEOF          = "eof"           // the client closed
+	ReasonReadError    = "read_error"    // reset or other read failure
+	ReasonWriteError   = "write_error"   // a write failed
+	ReasonProtocol     = "protocol"      // malformed packet, unknown id, bad string
+	ReasonTooLarge     = "too_large"     // packet over the maximum packet size
+	ReasonFirstPacket  = "first_packet"  // first packet was not Access
+	ReasonSecondAccess = "second_access" // a second Access on one connection
+	ReasonAccessDenied = "access_denied" // Access refused (version, documentBase)
+	ReasonTooLong      = "too_long"      // a name or text over its limit (the original's 413)
+	ReasonBadRequest   = "bad_request"   // empty name or text, entering a room twice (400)
+	ReasonNotAllowed   = "not_allowed"   // an admin-only packet from a chat client
+	ReasonSlowConsumer = "slow_consumer" // outgoing bytes over --send-buffer
+	ReasonIdle         = "idle"          // no packet for two idle timeouts
+	ReasonShutdown     = "shutdown"      // the server stopped
+	// ReasonAccessTimeout: no complete Access within --access-timeout.
+	ReasonAccessTimeout = "access_timeout"
+	// ReasonHandshakeTimeout: a WebSocket upgrade request not complete
+	// within --handshake-timeout (never counted as accepted).
+	ReasonHandshakeTimeout = "handshake_timeout"
+
+	ReasonMaxConns  = "max_connections" // refused at accept: --max-connections
+	ReasonOpenFiles = "open_files"      // refused at accept: out of descriptors
+
+	// Requests refused, the label of volanogo_requests_refused_total.
+	ReasonMaxRooms   = "max_rooms"   // an Access whose new room would pass --max-rooms
+	ReasonMaxPrivate = "max_private" // an EnterPrivate past --max-private
 )
 
 var closeReasons = []string{ReasonEOF, ReasonReadError, ReasonWriteError, ReasonProtocol, ReasonTooLarge,
 	ReasonFirstPacket, ReasonSecondAccess, ReasonAccessDenied, ReasonTooLong, ReasonBadRequest,
-	ReasonNotAllowed, ReasonSlowConsumer, ReasonIdle, ReasonShutdown}
+	ReasonNotAllowed, ReasonSlowConsumer, ReasonIdle, ReasonShutdown, ReasonAccessTimeout, ReasonHandshakeTimeout}
 
 // packetIndex maps a packet id to a slot of the per-packet counters; slot 0
 // is "unknown".
@@ -68,6 +78,7 @@ type counters struct {
 	closed                map[string]*atomic.Uint64
 	accepted              [2]atomic.Uint64 // tcp, ws
 	refused               map[string]*atomic.Uint64
+	requestsRefused       map[string]*atomic.Uint64
 	acceptErrors          map[string]*atomic.Uint64
 	open                  atomic.Int64
 	rooms                 atomic.Int64
@@ -79,15 +90,19 @@ type counters struct {
 
 func newCounters() *counters {
 	c := &counters{
-		closed:       map[string]*atomic.Uint64{},
-		refused:      map[string]*atomic.Uint64{},
-		acceptErrors: map[string]*atomic.Uint64{},
+		closed:          map[string]*atomic.Uint64{},
+		refused:         map[string]*atomic.Uint64{},
+		requestsRefused: map[string]*atomic.Uint64{},
+		acceptErrors:    map[string]*atomic.Uint64{},
 	}
 	for _, r := range closeReasons {
 		c.closed[r] = new(atomic.Uint64)
 	}
 	for _, r := range []string{ReasonMaxConns, ReasonOpenFiles} {
 		c.refused[r] = new(atomic.Uint64)
+	}
+	for _, r := range []string{ReasonMaxRooms, ReasonMaxPrivate} {
+		c.requestsRefused[r] = new(atomic.Uint64)
 	}
 	for _, k := range []string{"emfile", "enfile", "other"} {
 		c.acceptErrors[k] = new(atomic.Uint64)
@@ -112,6 +127,7 @@ var (
 	descAccepted     = prometheus.NewDesc("volanogo_connections_accepted_total", "Connections accepted, by transport.", []string{"transport"}, nil)
 	descClosed       = prometheus.NewDesc("volanogo_connections_closed_total", "Connections closed, by reason.", []string{"reason"}, nil)
 	descRefused      = prometheus.NewDesc("volanogo_connections_refused_total", "Connections accepted and closed at once, by reason.", []string{"reason"}, nil)
+	descReqRefused   = prometheus.NewDesc("volanogo_requests_refused_total", "Requests refused for a limit, by reason (the connection stays open).", []string{"reason"}, nil)
 	descAcceptErrors = prometheus.NewDesc("volanogo_accept_errors_total", "Errors returned by accept, by kind.", []string{"kind"}, nil)
 	descRooms        = prometheus.NewDesc("volanogo_rooms", "Public rooms, permanent and dynamic.", nil, nil)
 	descUsers        = prometheus.NewDesc("volanogo_users", "Users in public rooms (one per connection per room).", nil, nil)
@@ -128,7 +144,7 @@ var (
 type collector struct{ c *counters }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descAcceptErrors,
+	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descReqRefused, descAcceptErrors,
 		descRooms, descUsers, descPacketsIn, descPacketsOut, descBytesIn, descBytesOut, descChats,
 		descDeliveries, descPrivate, descSlow} {
 		ch <- d
@@ -151,6 +167,9 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for r, v := range c.refused {
 		counter(descRefused, v.Load(), r)
+	}
+	for r, v := range c.requestsRefused {
+		counter(descReqRefused, v.Load(), r)
 	}
 	for r, v := range c.acceptErrors {
 		counter(descAcceptErrors, v.Load(), r)

@@ -13,6 +13,7 @@ import (
 type room struct {
 	name         string
 	nameRaw      []byte // name in modified UTF-8, as it travels
+	lower        string // name lower-cased, for RoomList filters
 	permanent    bool
 	documentBase string // the page whose Access created a dynamic room
 
@@ -55,20 +56,38 @@ func jlen(s string) int {
 }
 
 func (s *Server) addRoomLocked(name string, permanent bool, documentBase string) *room {
-	r := &room{name: name, nameRaw: mustEncode(name), permanent: permanent, documentBase: documentBase}
+	r := &room{name: name, nameRaw: mustEncode(name), lower: strings.ToLower(name), permanent: permanent, documentBase: documentBase}
 	s.rooms[name] = r
 	s.roomOrder = append(s.roomOrder, r)
+	if !permanent {
+		s.dynamic++
+	}
+	s.roomsChangedLocked(len(s.roomOrder) - 1)
 	s.counters.rooms.Add(1)
 	return r
 }
 
+// roomsChangedLocked forgets the cached room lists after a room was added
+// or removed at index i of roomOrder: the snapshot always, the bounded
+// list only when the change was within its reach.
+func (s *Server) roomsChangedLocked(i int) {
+	s.snapshot = nil
+	if i < s.cfg.RoomListMax {
+		s.list = nil
+	}
+}
+
 // guestRoom finds or creates the room an Access names, and counts the
-// connection as its guest so that it stays while the connection does.
+// connection as its guest so that it stays while the connection does. It
+// returns nil when the room would be a new dynamic room past MaxRooms.
 func (s *Server) guestRoom(name, documentBase string) *room {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.rooms[name]
 	if r == nil {
+		if s.cfg.MaxRooms > 0 && s.dynamic >= s.cfg.MaxRooms {
+			return nil
+		}
 		r = s.addRoomLocked(name, false, documentBase)
 	}
 	r.mu.Lock()
@@ -103,10 +122,13 @@ func (s *Server) maybeRemove(r *room) {
 	delete(s.rooms, r.name)
 	for i, o := range s.roomOrder {
 		if o == r {
+			// O(rooms) pointer moves: about a microsecond per thousand rooms.
 			s.roomOrder = append(s.roomOrder[:i], s.roomOrder[i+1:]...)
+			s.roomsChangedLocked(i)
 			break
 		}
 	}
+	s.dynamic--
 	s.counters.rooms.Add(-1)
 }
 
@@ -116,39 +138,100 @@ func (s *Server) findRoom(name string) *room {
 	return s.rooms[name]
 }
 
+// roomList is a bounded list of room names, shared read-only.
+type roomList struct {
+	names []string
+	bytes int
+}
+
+// add appends a room's name unless the list is full (RoomListMax names or
+// RoomListMaxBytes of encoded names); false when full.
+func (l *roomList) add(r *room, max int) bool {
+	n := 2 + len(r.nameRaw)
+	if len(l.names) >= max || l.bytes+n > RoomListMaxBytes {
+		return false
+	}
+	l.names = append(l.names, r.name)
+	l.bytes += n
+	return true
+}
+
 // roomNames lists the public rooms in creation order whose lower-cased
-// name contains the lower-cased filter.
+// name contains the lower-cased filter, at most RoomListMax names and
+// RoomListMaxBytes of them. The unfiltered list (every Access confirm) is
+// cached until a change within its reach; a filtered one scans a snapshot
+// of the rooms outside the server's lock.
 func (s *Server) roomNames(filter string) []string {
-	filter = strings.ToLower(filter)
+	max := s.cfg.RoomListMax
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.roomOrder))
-	for _, r := range s.roomOrder {
-		if filter == "" || strings.Contains(strings.ToLower(r.name), filter) {
-			names = append(names, r.name)
+	if filter == "" {
+		if s.list == nil {
+			l := &roomList{}
+			for _, r := range s.roomOrder {
+				if !l.add(r, max) {
+					break
+				}
+			}
+			s.list = l
+		}
+		names := s.list.names
+		s.mu.Unlock()
+		return names
+	}
+	snap := s.snapshot
+	if snap == nil {
+		snap = append([]*room(nil), s.roomOrder...)
+		s.snapshot = snap
+	}
+	s.mu.Unlock()
+	filter = strings.ToLower(filter)
+	l := &roomList{}
+	for _, r := range snap {
+		if strings.Contains(r.lower, filter) && !l.add(r, max) {
+			break
 		}
 	}
-	return names
+	return l.names
 }
 
 // memberOf finds the connection's membership of the room whose name is
 // raw (modified UTF-8), without allocating.
 func (c *conn) memberOf(raw []byte) *member {
-	for _, m := range c.members {
-		if bytes.Equal(m.r.nameRaw, raw) {
+	if len(c.members) == 1 { // the usual case: no map
+		if m := c.members[0]; bytes.Equal(m.r.nameRaw, raw) {
 			return m
 		}
+		return nil
 	}
-	return nil
+	return c.byRoom[string(raw)]
 }
 
 func (c *conn) memberOfName(name string) *member {
-	for _, m := range c.members {
-		if m.r.name == name {
-			return m
+	if len(c.members) == 0 {
+		return nil
+	}
+	return c.memberOf(mustEncode(name))
+}
+
+// addMember and removeMember keep c.members (in the order entered) and
+// c.byRoom (by room, so that a lookup does not grow with the rooms one
+// client has entered).
+func (c *conn) addMember(m *member) {
+	c.members = append(c.members, m)
+	if c.byRoom == nil {
+		c.byRoom = map[string]*member{}
+	}
+	c.byRoom[string(m.r.nameRaw)] = m
+}
+
+func (c *conn) removeMember(m *member) {
+	for i := len(c.members) - 1; i >= 0; i-- {
+		if c.members[i] == m {
+			c.members = append(c.members[:i], c.members[i+1:]...)
+			break
 		}
 	}
-	return nil
+	delete(c.byRoom, string(m.r.nameRaw))
 }
 
 // findLocked finds a user of the room by name; r.mu must be held.
@@ -169,7 +252,8 @@ func (r *room) usersLocked() []protocol.User {
 	return users
 }
 
-// private is a private chat session between two users.
+// private is a private chat session between two users; a opened it.
+// Its fields do not change.
 type private struct {
 	id    int32
 	a, b  *conn

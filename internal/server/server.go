@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,13 +40,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/volanogo/volanogo/internal/sysinfo"
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 // Defaults, as the original server ships them.
 const (
-	DefaultListen      = ":8000"
-	DefaultMetrics     = ":9090"
+	DefaultListen = ":8000"
+	// DefaultMetrics is next to the chat port (8000) rather than on 9090,
+	// which is Prometheus's own port and the one exporters collide on.
+	DefaultMetrics     = ":8002"
 	DefaultRoomLimit   = 25
 	DefaultMaxName     = 20
 	DefaultMaxRoomName = 100
@@ -59,7 +63,53 @@ const (
 	DefaultReadBuffer = 512
 )
 
-// Config configures a Server. The zero value of a field means its default.
+// Defaults that protect the server from peers that never speak, speak too
+// slowly or ask for too much (README: "Defaults that protect").
+const (
+	// DefaultAccessTimeout is how long a new connection has to deliver its
+	// whole first packet (Access). The original has no separate deadline:
+	// its read timeout (server.timeout, 10 minutes as shipped) covers the
+	// first read too, so a silent connection waits 10 minutes for a Ping
+	// and 20 to be closed. Every client sends Access as soon as it has
+	// connected, so 10 seconds is generous even on a loaded machine.
+	DefaultAccessTimeout = 10 * time.Second
+	// DefaultIdleTimeout is the original's shipped server.timeout: a Ping
+	// after 10 minutes without a packet, the close after 20. The slowest
+	// documented pace (the light capacity profile: one chat every 10 s)
+	// and the longest documented set-up wait (19,000 users ramped in at
+	// 100 a second wait up to 190 s for the timed phase) are far inside it.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultHandshakeTimeout bounds a WebSocket upgrade request, from
+	// accept to the end of its headers.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultMaxPrivate is the most private sessions one connection may
+	// have opened at once (the original has no limit). A user talks
+	// privately with a few others at a time; a room holds 25.
+	DefaultMaxPrivate = 32
+	// DefaultMaxRooms bounds the dynamic rooms (permanent ones are not
+	// counted). The largest documented run needs 10,000 (the heavy
+	// capacity profile's last step: 20,000 users, 2 per room); each room
+	// costs a few hundred bytes.
+	DefaultMaxRooms = 20000
+	// DefaultRoomListMax and RoomListMaxBytes bound the room names in an
+	// Access confirm and a RoomList confirm: the first ones in creation
+	// order (permanent rooms first). The original lists every room, which
+	// makes a 100-byte request answerable by megabytes.
+	DefaultRoomListMax = 100
+	RoomListMaxBytes   = 16 << 10
+	// DefaultSocketSendBuffer bounds the kernel's send buffer of each
+	// connection (SO_SNDBUF; the kernel doubles it for its bookkeeping).
+	// Left to autotuning it grows to tcp_wmem's maximum (4 MB by default),
+	// which a client that never reads fills before --send-buffer counts a
+	// byte. See bench/server/slow.sh for the measurement behind it.
+	DefaultSocketSendBuffer = 64 << 10
+	// DefaultDrainTimeout bounds a graceful shutdown.
+	DefaultDrainTimeout = 10 * time.Second
+)
+
+// Config configures a Server. The zero value of a field means its default;
+// for the limits and deadlines that are on by default, Off (-1) turns one
+// off.
 type Config struct {
 	// Listen is the TCP address of the chat port ("" = do not listen).
 	Listen string
@@ -69,7 +119,8 @@ type Config struct {
 	// allows requests without an Origin header and same-host origins only;
 	// "*" allows any.
 	WSOrigins []string
-	// MetricsListen is the Prometheus address (path /metrics); "" = off.
+	// MetricsListen is the address of /metrics, /healthz and /readyz
+	// ("" = off).
 	MetricsListen string
 	// Rooms are the permanent rooms, in order.
 	Rooms []string
@@ -82,44 +133,80 @@ type Config struct {
 	AcceptVersions []string
 	// MaxConnections refuses connections past this many (0 = no limit).
 	MaxConnections int
+	// AccessTimeout is how long a connection has to deliver its Access
+	// (default DefaultAccessTimeout; Off: no deadline).
+	AccessTimeout time.Duration
 	// IdleTimeout: after this long without a packet the server sends a Ping;
-	// after twice this long it closes (0 = never).
+	// after twice this long it closes (default DefaultIdleTimeout; Off:
+	// never).
 	IdleTimeout time.Duration
-	// SendBuffer bounds the bytes waiting to be written to one connection.
+	// HandshakeTimeout bounds a WebSocket upgrade request (default
+	// DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
+	// SendBuffer bounds the bytes waiting to be written to one connection,
+	// counting those handed to a write the kernel has not finished taking.
 	SendBuffer int
+	// SocketSendBuffer sets each TCP connection's kernel send buffer
+	// (default DefaultSocketSendBuffer; Off: the kernel autotunes it).
+	SocketSendBuffer int
 	// MaxPacket bounds one incoming packet (default protocol.DefaultMaxPacket).
 	MaxPacket int
+	// MaxPrivate is the most private sessions one connection may have
+	// opened and not yet closed (default DefaultMaxPrivate; Off: no limit).
+	MaxPrivate int
+	// MaxRooms is the most dynamic rooms at once (default DefaultMaxRooms;
+	// Off: no limit). Past it an Access is still accepted but its room is
+	// not created, as the original does with dynamic rooms turned off.
+	MaxRooms int
+	// RoomListMax is the most room names in an Access or RoomList confirm
+	// (default DefaultRoomListMax); the names also stop at RoomListMaxBytes.
+	RoomListMax int
+	// DrainTimeout bounds Drain (default DefaultDrainTimeout).
+	DrainTimeout time.Duration
+	// LogInterval is the period of the warnings about closed connections:
+	// one line per reason per interval, with a count (default 10 s).
+	LogInterval time.Duration
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
 	// Registry receives the server's metrics; nil creates a private one.
 	Registry *prometheus.Registry
 }
 
+// Off turns off a limit or deadline of Config that is on by default.
+const Off = -1
+
+func defaultInt(v *int, d int) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+func defaultDuration(v *time.Duration, d time.Duration) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
 func (c *Config) setDefaults() {
-	if c.RoomLimit == 0 {
-		c.RoomLimit = DefaultRoomLimit
-	}
-	if c.MaxName == 0 {
-		c.MaxName = DefaultMaxName
-	}
-	if c.MaxRoomName == 0 {
-		c.MaxRoomName = DefaultMaxRoomName
-	}
-	if c.MaxProfile == 0 {
-		c.MaxProfile = DefaultMaxProfile
-	}
-	if c.MaxText == 0 {
-		c.MaxText = DefaultMaxText
-	}
+	defaultInt(&c.RoomLimit, DefaultRoomLimit)
+	defaultInt(&c.MaxName, DefaultMaxName)
+	defaultInt(&c.MaxRoomName, DefaultMaxRoomName)
+	defaultInt(&c.MaxProfile, DefaultMaxProfile)
+	defaultInt(&c.MaxText, DefaultMaxText)
 	if len(c.AcceptVersions) == 0 {
 		c.AcceptVersions = []string{DefaultVersion}
 	}
-	if c.SendBuffer == 0 {
-		c.SendBuffer = DefaultSendBuffer
-	}
-	if c.MaxPacket == 0 {
-		c.MaxPacket = protocol.DefaultMaxPacket
-	}
+	defaultInt(&c.SendBuffer, DefaultSendBuffer)
+	defaultInt(&c.SocketSendBuffer, DefaultSocketSendBuffer)
+	defaultInt(&c.MaxPacket, protocol.DefaultMaxPacket)
+	defaultInt(&c.MaxPrivate, DefaultMaxPrivate)
+	defaultInt(&c.MaxRooms, DefaultMaxRooms)
+	defaultInt(&c.RoomListMax, DefaultRoomListMax)
+	defaultDuration(&c.AccessTimeout, DefaultAccessTimeout)
+	defaultDuration(&c.IdleTimeout, DefaultIdleTimeout)
+	defaultDuration(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	defaultDuration(&c.DrainTimeout, DefaultDrainTimeout)
+	defaultDuration(&c.LogInterval, 10*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -133,16 +220,38 @@ func (c *Config) check() error {
 		name string
 		v    int
 	}{{"room limit", c.RoomLimit}, {"max name", c.MaxName}, {"max room name", c.MaxRoomName},
-		{"max profile", c.MaxProfile}, {"max text", c.MaxText}, {"send buffer", c.SendBuffer}, {"max packet", c.MaxPacket}} {
+		{"max profile", c.MaxProfile}, {"max text", c.MaxText}, {"send buffer", c.SendBuffer}, {"max packet", c.MaxPacket},
+		{"room list max", c.RoomListMax}} {
 		if v.v < 0 {
+			return fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)
+		}
+	}
+	for _, v := range []struct {
+		name string
+		v    int
+	}{{"max private", c.MaxPrivate}, {"max rooms", c.MaxRooms}, {"socket send buffer", c.SocketSendBuffer}} {
+		if v.v < Off {
 			return fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)
 		}
 	}
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("max connections must not be negative (got %d)", c.MaxConnections)
 	}
-	if c.IdleTimeout < 0 {
-		return fmt.Errorf("idle timeout must not be negative (got %v)", c.IdleTimeout)
+	for _, v := range []struct {
+		name string
+		v    time.Duration
+	}{{"access timeout", c.AccessTimeout}, {"idle timeout", c.IdleTimeout}} {
+		if v.v < Off {
+			return fmt.Errorf("%s must not be negative (got %v)", v.name, v.v)
+		}
+	}
+	for _, v := range []struct {
+		name string
+		v    time.Duration
+	}{{"handshake timeout", c.HandshakeTimeout}, {"drain timeout", c.DrainTimeout}, {"log interval", c.LogInterval}} {
+		if v.v < 0 {
+			return fmt.Errorf("%s must not be negative (got %v)", v.name, v.v)
+		}
 	}
 	seen := map[string]bool{}
 	for _, r := range c.Rooms {
@@ -160,29 +269,39 @@ func (c *Config) check() error {
 	return nil
 }
 
-// Server is a chat server. Create it with New, start it with Start (or
-// Run), stop it with Shutdown.
+// Server is a chat server. Create it with New, start it with Start, stop
+// it with Drain (gracefully) or Shutdown.
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	counters *counters
+	warn     *warner
 	versions map[string]bool
 
-	mu        sync.Mutex // guards rooms, roomOrder, conns, listeners, closing
+	mu        sync.Mutex // guards the fields down to httpSrvs
 	rooms     map[string]*room
 	roomOrder []*room
+	dynamic   int       // dynamic rooms in rooms
+	list      *roomList // the bounded list of Access confirms; nil when stale
+	snapshot  []*room   // roomOrder as of the last change, for RoomList; nil when stale
 	conns     map[*conn]struct{}
 	closing   bool
-	nextPriv  atomic.Int32
-	privMu    sync.Mutex
-	privates  map[int32]*private
 	listeners []net.Listener
 	httpSrvs  []*http.Server
-	tcpAddr   net.Addr
-	wsAddr    net.Addr
-	metrAddr  net.Addr
 
-	wg         sync.WaitGroup // accept loops and connections
+	nextPriv atomic.Int32
+	privMu   sync.Mutex // guards privates; held only for O(1) work
+	privates map[int32]*private
+
+	tcpAddr  net.Addr
+	wsAddr   net.Addr
+	metrAddr net.Addr
+
+	chatListeners atomic.Int32 // TCP accept loops running
+	reserves      atomic.Int32 // reserve descriptors they hold
+	draining      atomic.Bool
+
+	wg         sync.WaitGroup // accept loops, HTTP servers and connections
 	lastEMFILE atomic.Int64   // unix nanos of the last "out of descriptors" log line
 }
 
@@ -201,6 +320,7 @@ func New(cfg Config) (*Server, error) {
 		conns:    map[*conn]struct{}{},
 		privates: map[int32]*private{},
 	}
+	s.warn = newWarner(s.log, cfg.LogInterval)
 	for _, v := range cfg.AcceptVersions {
 		s.versions[v] = true
 	}
@@ -217,10 +337,13 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
 
 // Start opens the configured listeners and starts serving them. It
-// returns once every listener is open.
+// returns once every listener is open and the chat listener's reserve
+// descriptor is held, so that a server reported ready can answer at the
+// open-files limit.
 func (s *Server) Start() error {
 	fail := func(err error) error {
 		s.closeListeners()
+		s.warn.stop()
 		return err
 	}
 	if s.cfg.Listen != "" {
@@ -239,7 +362,7 @@ func (s *Server) Start() error {
 		s.wsAddr = ln.Addr()
 		mux := http.NewServeMux()
 		mux.Handle("/chat", s.WebSocketHandler())
-		s.serveHTTP(ln, mux)
+		s.serveHTTP(&handshakeListener{Listener: ln, s: s}, mux)
 	}
 	if s.cfg.MetricsListen != "" {
 		ln, err := net.Listen("tcp", s.cfg.MetricsListen)
@@ -249,9 +372,39 @@ func (s *Server) Start() error {
 		s.metrAddr = ln.Addr()
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", s.MetricsHandler())
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "ok\n")
+		})
+		mux.HandleFunc("/readyz", s.serveReady)
 		s.serveHTTP(ln, mux)
 	}
 	return nil
+}
+
+// Ready tells whether the server takes new users: it is listening, every
+// chat listener holds its reserve descriptor, and it is not draining. The
+// reason says what is missing.
+func (s *Server) Ready() (bool, string) {
+	s.mu.Lock()
+	closing, listening := s.closing, len(s.listeners) > 0
+	s.mu.Unlock()
+	switch {
+	case s.draining.Load() || closing:
+		return false, "draining"
+	case !listening:
+		return false, "not listening"
+	case s.reserves.Load() < s.chatListeners.Load():
+		return false, "no reserve descriptor (out of open files)"
+	}
+	return true, "ready"
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	ok, why := s.Ready()
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_, _ = io.WriteString(w, why+"\n")
 }
 
 // MetricsHandler serves the server's metrics in the Prometheus format.
@@ -263,7 +416,8 @@ func (s *Server) MetricsHandler() http.Handler {
 }
 
 func (s *Server) serveHTTP(ln net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: s.cfg.HandshakeTimeout, IdleTimeout: s.cfg.HandshakeTimeout,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug), ConnContext: withHandshakeConn}
 	s.mu.Lock()
 	s.listeners = append(s.listeners, ln)
 	s.httpSrvs = append(s.httpSrvs, srv)
@@ -284,16 +438,47 @@ func (s *Server) WSAddr() net.Addr { return s.wsAddr }
 // MetricsAddr is the metrics listener's address.
 func (s *Server) MetricsAddr() net.Addr { return s.metrAddr }
 
-// Run starts the server, serves until ctx is done, then shuts down,
-// giving connections up to five seconds to close.
-func (s *Server) Run(ctx context.Context) error {
-	if err := s.Start(); err != nil {
-		return err
+// Drain stops the server gracefully: it stops accepting (and /readyz says
+// so), lets each connection's queued packets go out, then closes it with
+// a FIN (a WebSocket with a going-away close message) and waits for the
+// client to close, all within the drain timeout or ctx, whichever is
+// sooner; connections still open then are closed at once.
+func (s *Server) Drain(ctx context.Context) error {
+	s.draining.Store(true)
+	s.closeListeners()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
 	}
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.closeAfterReply(ReasonShutdown)
+		c.wakeReader()
+	}
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
 	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		s.waitConns()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-dctx.Done():
+		s.log.Warn("drain timed out: closing the remaining connections", "open", s.counters.open.Load())
+	}
+	sctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
 	return s.Shutdown(sctx)
+}
+
+// waitConns waits until no connection is open (Drain's wait: the wait
+// group also counts the listeners, which Drain leaves to Shutdown).
+func (s *Server) waitConns() {
+	for s.counters.open.Load() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Shutdown stops accepting, closes every connection and waits for the
@@ -319,6 +504,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.wg.Wait()
 		close(done)
 	}()
+	defer s.warn.stop()
 	select {
 	case <-done:
 		return nil
@@ -338,7 +524,8 @@ func (s *Server) closeListeners() {
 }
 
 // ServeTCP serves chat connections from ln until it is closed. It returns
-// at once; the listener is closed by Shutdown.
+// once the listener's reserve descriptor is open; the listener is closed
+// by Shutdown.
 func (s *Server) ServeTCP(ln net.Listener) {
 	s.mu.Lock()
 	s.listeners = append(s.listeners, ln)
@@ -346,63 +533,74 @@ func (s *Server) ServeTCP(ln net.Listener) {
 		s.tcpAddr = ln.Addr()
 	}
 	s.mu.Unlock()
+	a := &acceptor{s: s, ln: ln}
+	a.holdReserve()
+	s.chatListeners.Add(1)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.acceptLoop(ln)
+		defer s.chatListeners.Add(-1)
+		a.loop()
 	}()
 }
 
-func (s *Server) acceptLoop(ln net.Listener) {
-	reserve := openReserve()
-	defer func() {
-		if reserve != nil {
-			reserve.Close()
-		}
-	}()
+// acceptor is one chat listener's accept loop and its reserve descriptor:
+// one descriptor held back so that at the open-files limit the loop can
+// still accept a waiting connection and close it, rather than leave its
+// client waiting in the backlog.
+type acceptor struct {
+	s       *Server
+	ln      net.Listener
+	reserve *os.File
+}
+
+// holdReserve opens the reserve descriptor if it is not held. Every pass
+// of the loop calls it, so that the reserve comes back as soon as a
+// descriptor is free again.
+func (a *acceptor) holdReserve() {
+	if a.reserve != nil {
+		return
+	}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return
+	}
+	a.reserve = f
+	a.s.reserves.Add(1)
+}
+
+func (a *acceptor) releaseReserve() {
+	if a.reserve == nil {
+		return
+	}
+	_ = a.reserve.Close()
+	a.reserve = nil
+	a.s.reserves.Add(-1)
+}
+
+func (a *acceptor) loop() {
+	s := a.s
+	defer a.releaseReserve()
 	for {
-		nc, err := ln.Accept()
+		a.holdReserve()
+		nc, err := a.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			kind := "other"
-			switch {
-			case errors.Is(err, syscall.EMFILE):
-				kind = "emfile"
-			case errors.Is(err, syscall.ENFILE):
-				kind = "enfile"
-			}
-			s.counters.acceptErrors[kind].Add(1)
-			if kind == "other" {
-				s.log.Warn("accept failed", "err", err)
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			s.logOutOfFiles(err)
-			// Give the waiting client an answer now rather than leave it in
-			// the backlog: free the reserved descriptor, accept, close.
-			if reserve != nil {
-				reserve.Close()
-				reserve = nil
-				if c2, err2 := ln.Accept(); err2 == nil {
-					s.counters.refused[ReasonOpenFiles].Add(1)
-					_ = c2.Close()
-				}
-				reserve = openReserve()
-			}
-			if reserve == nil {
-				time.Sleep(10 * time.Millisecond)
-			}
+			a.acceptFailed(err)
 			continue
 		}
 		if s.cfg.MaxConnections > 0 && s.counters.open.Load() >= int64(s.cfg.MaxConnections) {
-			s.counters.refused[ReasonMaxConns].Add(1)
+			s.refuse(ReasonMaxConns, nc.RemoteAddr().String())
 			_ = nc.Close()
 			continue
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
+			if s.cfg.SocketSendBuffer > 0 {
+				_ = tc.SetWriteBuffer(s.cfg.SocketSendBuffer)
+			}
 		}
 		s.counters.accepted[0].Add(1)
 		c, err := newTCPConn(s, nc)
@@ -419,14 +617,46 @@ func (s *Server) acceptLoop(ln net.Listener) {
 	}
 }
 
-// openReserve holds one descriptor back so that the server can still
-// accept-and-close when it runs out.
-func openReserve() *os.File {
-	f, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil
+func (a *acceptor) acceptFailed(err error) {
+	s := a.s
+	kind := "other"
+	switch {
+	case errors.Is(err, syscall.EMFILE):
+		kind = "emfile"
+	case errors.Is(err, syscall.ENFILE):
+		kind = "enfile"
 	}
-	return f
+	s.counters.acceptErrors[kind].Add(1)
+	if kind == "other" {
+		s.log.Warn("accept failed", "err", err)
+		time.Sleep(5 * time.Millisecond)
+		return
+	}
+	s.logOutOfFiles(err)
+	if a.reserve == nil {
+		time.Sleep(10 * time.Millisecond)
+		return
+	}
+	// Give a waiting client an answer now rather than leave it in the
+	// backlog: free the reserved descriptor, accept, close. The next pass
+	// takes the reserve back. Linux fails accept with EMFILE before it
+	// looks for a connection, so there may be none: this accept must not
+	// wait, or it would refuse the first client to come after descriptors
+	// are free again.
+	a.releaseReserve()
+	dl, canPoll := a.ln.(interface{ SetDeadline(time.Time) error })
+	if !canPoll {
+		return
+	}
+	_ = dl.SetDeadline(time.Now().Add(time.Millisecond))
+	nc, err := a.ln.Accept()
+	_ = dl.SetDeadline(time.Time{})
+	if err != nil {
+		time.Sleep(10 * time.Millisecond) // nobody waiting: do not spin
+		return
+	}
+	s.refuse(ReasonOpenFiles, nc.RemoteAddr().String())
+	_ = nc.Close()
 }
 
 func (s *Server) logOutOfFiles(err error) {
@@ -435,18 +665,26 @@ func (s *Server) logOutOfFiles(err error) {
 	if now-last < int64(time.Second) || !s.lastEMFILE.CompareAndSwap(last, now) {
 		return
 	}
-	soft, hard := openFilesLimit()
+	soft, hard := sysinfo.OpenFilesLimit()
 	s.log.Error("out of file descriptors: refusing new connections, existing ones are still served",
 		"err", err, "open_files_soft_limit", soft, "open_files_hard_limit", hard,
 		"connections_open", s.counters.open.Load(),
 		"remedy", "raise the limit (ulimit -n, systemd LimitNOFILE, or the container runtime's nofile) or spread the load over more server processes")
 }
 
+// refuse counts a connection refused at accept.
+func (s *Server) refuse(reason, remote string) {
+	s.counters.refused[reason].Add(1)
+	if reason != ReasonOpenFiles { // logged by logOutOfFiles
+		s.warn.note("refused", reason, remote, "")
+	}
+}
+
 // track registers a new connection; false when the server is closing.
 func (s *Server) track(c *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
+	if s.closing || s.draining.Load() {
 		return false
 	}
 	s.conns[c] = struct{}{}
@@ -465,6 +703,9 @@ func (s *Server) untrack(c *conn, reason string) {
 	s.counters.open.Add(-1)
 	if v, ok := s.counters.closed[reason]; ok {
 		v.Add(1)
+	}
+	if warnReasons[reason] {
+		s.warn.note("closed", reason, c.remote, c.detail)
 	}
 	s.wg.Done()
 }

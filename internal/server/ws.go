@@ -1,9 +1,14 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -33,12 +38,16 @@ func (s *Server) WebSocketHandler() http.Handler {
 			http.Error(w, "too many connections", http.StatusServiceUnavailable)
 			return
 		}
+		if hc, ok := r.Context().Value(handshakeKey{}).(*handshakeConn); ok {
+			hc.upgraded.Store(true)
+		}
 		ws, err := up.Upgrade(w, r, nil)
 		if err != nil {
 			return // Upgrade has replied
 		}
 		s.counters.accepted[1].Add(1)
 		c := &conn{s: s, nc: ws.NetConn(), fd: -1, ws: ws, remote: r.RemoteAddr, wake: make(chan struct{}, 1)}
+		c.lastPacket.Store(time.Now().UnixNano())
 		if !s.track(c) {
 			_ = ws.Close()
 			return
@@ -64,6 +73,48 @@ func (s *Server) checkOrigin(r *http.Request) bool {
 	return err == nil && strings.EqualFold(u.Host, r.Host)
 }
 
+// handshakeListener counts the WebSocket connections closed because their
+// upgrade request did not arrive within the handshake timeout (the HTTP
+// server's ReadHeaderTimeout and IdleTimeout close them).
+type handshakeListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l *handshakeListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &handshakeConn{Conn: nc, s: l.s}, nil
+}
+
+// handshakeKey is the request context's key of its *handshakeConn.
+type handshakeKey struct{}
+
+func withHandshakeConn(ctx context.Context, nc net.Conn) context.Context {
+	if hc, ok := nc.(*handshakeConn); ok {
+		return context.WithValue(ctx, handshakeKey{}, hc)
+	}
+	return ctx
+}
+
+type handshakeConn struct {
+	net.Conn
+	s        *Server
+	upgraded atomic.Bool
+	counted  atomic.Bool
+}
+
+func (c *handshakeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.upgraded.Load() && c.counted.CompareAndSwap(false, true) {
+		c.s.counters.closed[ReasonHandshakeTimeout].Add(1)
+		c.s.warn.note("closed", ReasonHandshakeTimeout, c.RemoteAddr().String(), "")
+	}
+	return n, err
+}
+
 func (c *conn) sendWSLocked(b []byte) {
 	if c.queued+len(b) > c.s.cfg.SendBuffer {
 		c.closeLocked(ReasonSlowConsumer)
@@ -77,95 +128,150 @@ func (c *conn) sendWSLocked(b []byte) {
 	}
 }
 
-// serveWS is a WebSocket connection's reading goroutine.
+// serveWS is a WebSocket connection's reading goroutine. The Access must
+// arrive within the access timeout; after it the read deadline is the
+// pong wait, renewed by every message and pong.
 func (c *conn) serveWS() {
 	defer c.finish()
-	c.ws.SetReadLimit(int64(c.s.cfg.MaxPacket))
-	_ = c.ws.SetReadDeadline(time.Now().Add(wsPongWait))
+	cfg := &c.s.cfg
+	c.ws.SetReadLimit(int64(cfg.MaxPacket))
+	first := time.Now().Add(wsPongWait)
+	if cfg.AccessTimeout > 0 {
+		first = time.Now().Add(cfg.AccessTimeout)
+	}
+	_ = c.ws.SetReadDeadline(first)
 	c.ws.SetPongHandler(func(string) error {
+		if !c.accessedWS.Load() {
+			return nil
+		}
 		return c.ws.SetReadDeadline(time.Now().Add(wsPongWait))
 	})
 	for {
-		c.mu.Lock()
-		lingering, closed := c.lingering, c.closed
-		c.mu.Unlock()
-		if closed {
-			return
-		}
-		if lingering != "" {
-			c.drain(lingering)
+		if c.stopping() {
 			return
 		}
 		mt, msg, err := c.ws.ReadMessage()
 		if err != nil {
-			reason := ReasonReadError
-			if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
-				reason = ReasonEOF
-			} else if strings.Contains(err.Error(), "read limit exceeded") {
-				reason = ReasonTooLarge
+			if c.stopping() {
+				return
 			}
-			c.close(reason)
+			reason := ReasonReadError
+			switch {
+			case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
+				reason = ReasonEOF
+			case errors.Is(err, websocket.ErrReadLimit):
+				reason = ReasonTooLarge
+			case isTimeout(err) && !c.accessed:
+				reason = ReasonAccessTimeout
+			}
+			c.closeFor(reason, err)
 			return
 		}
-		_ = c.ws.SetReadDeadline(time.Now().Add(wsPongWait))
+		c.lastPacket.Store(time.Now().UnixNano())
 		if mt != websocket.BinaryMessage {
 			c.close(ReasonProtocol)
 			return
 		}
 		p, err := protocol.DecodeMessage(msg)
 		if err != nil {
-			c.s.log.Info("malformed packet", "remote", c.remote, "err", err)
-			c.close(ReasonProtocol)
+			c.closeFor(ReasonProtocol, err)
 			return
 		}
 		c.s.counters.in(p.PacketID(), len(msg))
 		if p.PacketID() == protocol.IDChat && c.accessed {
 			c.handleChat(msg[6:])
-			continue
+		} else {
+			c.handlePacket(p)
 		}
-		c.handlePacket(p)
+		if c.accessed {
+			c.accessedWS.Store(true)
+			_ = c.ws.SetReadDeadline(time.Now().Add(wsPongWait))
+		}
 	}
+}
+
+// wsIdle is the writer's idle check, at each ping: a Ping packet once no
+// packet has come for an idle timeout, the close after two.
+func (c *conn) wsIdle(pinged *bool) bool {
+	idle := c.s.cfg.IdleTimeout
+	if idle <= 0 || !c.accessedWS.Load() {
+		return true
+	}
+	since := time.Since(time.Unix(0, c.lastPacket.Load()))
+	switch {
+	case since >= 2*idle:
+		c.close(ReasonIdle)
+		return false
+	case since >= idle && !*pinged:
+		*pinged = true
+		c.sendPing()
+	case since < idle:
+		*pinged = false
+	}
+	return true
 }
 
 // wsWriter writes the queued packets, one binary message each, and pings.
 func (c *conn) wsWriter() {
 	ping := time.NewTicker(wsPingPeriod)
 	defer ping.Stop()
+	pinged := false
 	for {
 		select {
 		case <-c.wake:
 		case <-ping.C:
+			if !c.wsIdle(&pinged) {
+				return
+			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(wsWriteWait))
 			if err := c.ws.WriteMessage(websocket.PingMessage, nil); err != nil {
 				c.close(ReasonWriteError)
 				return
 			}
-			continue
 		}
 		c.mu.Lock()
 		q, closed, lingering := c.wsq, c.closed, c.lingering
-		c.wsq, c.queued = nil, 0
+		c.wsq = nil
 		c.mu.Unlock()
 		if closed {
 			return
 		}
+		// Each message stays counted in queued until its write returns.
 		for _, b := range q {
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeStall))
 			if err := c.ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
-				c.close(ReasonWriteError)
+				reason := ReasonWriteError
+				if isTimeout(err) {
+					reason = ReasonSlowConsumer
+				}
+				c.close(reason)
 				return
 			}
+			c.mu.Lock()
+			c.queued -= len(b)
+			c.mu.Unlock()
 		}
 		if lingering != "" {
 			c.mu.Lock()
 			empty := len(c.wsq) == 0
 			c.mu.Unlock()
 			if empty {
+				code := websocket.CloseNormalClosure
+				if lingering == ReasonShutdown {
+					code = websocket.CloseGoingAway
+				}
 				_ = c.ws.WriteControl(websocket.CloseMessage,
-					websocket.FormatCloseMessage(websocket.CloseNormalClosure, lingering), time.Now().Add(wsWriteWait))
+					websocket.FormatCloseMessage(code, lingering), time.Now().Add(wsWriteWait))
 				c.close(lingering)
 				return
 			}
 		}
 	}
+}
+
+// isTimeout tells a deadline's error, as the net package or the
+// websocket library (which wraps it in its own net.Error) returns it.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
