@@ -104,6 +104,10 @@ func Run(ctx context.Context, cfg Config, sink Sink) (*Result, error) {
 	}
 	Environment()
 	res := &Result{}
+	floors, err := cfg.measureFloors(ctx)
+	if err != nil {
+		return res, err
+	}
 	failed, interrupted := false, false
 	cpuList := cfg.ServerCPUs
 	if len(cpuList) == 0 {
@@ -133,6 +137,9 @@ steps:
 					return res, err
 				}
 				doc.Step, doc.Run, doc.Discarded = rooms, run, info.Discarded && many
+				if len(floors) > 0 {
+					doc.Environment.Floor = floors
+				}
 				if err := sink.RunDone(info, doc); err != nil {
 					return res, err
 				}
@@ -167,6 +174,30 @@ steps:
 		return res, ErrFailed
 	}
 	return res, nil
+}
+
+// measureFloors measures the floor at each step's room count (Config.Floor).
+func (c *Config) measureFloors(ctx context.Context) ([]results.Floor, error) {
+	if c.Floor == nil {
+		return nil, nil
+	}
+	var floors []results.Floor
+	seen := map[int]bool{}
+	for _, rooms := range c.Steps {
+		if seen[rooms] {
+			continue
+		}
+		seen[rooms] = true
+		f, err := c.Floor(ctx, rooms, c.Spec.Users)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ErrInterrupted
+			}
+			return nil, fmt.Errorf("--floor: %w", err)
+		}
+		floors = append(floors, f)
+	}
+	return floors, nil
 }
 
 // summarize applies the Volano Report's rule (results.DefaultRunRule; the

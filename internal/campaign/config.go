@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -113,6 +114,12 @@ type Config struct {
 	// connections than its open-files limit less OpenFilesReserve; a step
 	// that fits stays in this process.
 	SplitWhenNeeded bool
+	// Floor, when set, measures this machine's kernel floor (load
+	// --floor): Run calls it once per step's room count, before the first
+	// run, and records what it returns in every document's environment
+	// (results.Environment.Floor). An error stops the campaign before its
+	// runs.
+	Floor func(ctx context.Context, rooms, users int) (results.Floor, error)
 	// ShardCommand is the argv of a shard process (default: this
 	// executable and "shard"), which reads its spec on its standard input
 	// (see RunShard).

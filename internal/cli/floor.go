@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,6 +115,24 @@ func floorExit(err error) error {
 		return &ExitError{Code: exitInterrupted}
 	}
 	return err
+}
+
+// loadFloor is load --floor's measurement (campaign.Config.Floor): an
+// epoll floor of the step's rooms and users, of the run's count when that
+// is fewer messages than the floor's default (floor.AutoCount), printed on
+// w as it is measured.
+func loadFloor(w io.Writer, count int) func(ctx context.Context, rooms, users int) (results.Floor, error) {
+	return func(ctx context.Context, rooms, users int) (results.Floor, error) {
+		n := floor.AutoCount(rooms, users)
+		if count > 0 {
+			n = min(n, count)
+		}
+		f, err := runFloor(ctx, floor.Spec{Rooms: rooms, Users: users, Count: n})
+		if err == nil {
+			floorLines(w, f)
+		}
+		return f, err
+	}
 }
 
 // floorLines prints a floor as load's summary prints a run.

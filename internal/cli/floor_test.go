@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,4 +90,29 @@ func TestFloorRuns(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	assert.Equal(t, int64(800), got.Messages)
 	assert.Positive(t, got.ServerCPUPerMessageMicros)
+}
+
+func TestLoadFloor(t *testing.T) {
+	cfg := fakeLoad(t, nil)
+	code, _, errOut := run(t, "load", "--floor", "-count", "3", "-file", "")
+	require.Equal(t, 0, code, errOut)
+	require.NotNil(t, cfg.Floor)
+	spec := fakeFloor(t, testFloor, nil)
+	var out bytes.Buffer
+	f, err := loadFloor(&out, 3)(context.Background(), 15, 20)
+	require.NoError(t, err)
+	assert.Equal(t, testFloor, f)
+	assert.Equal(t, floor.Spec{Rooms: 15, Users: 20, Count: 3}, *spec)
+	assert.Contains(t, out.String(), "Kernel floor (epoll): 15 rooms")
+	_, err = loadFloor(&out, 0)(context.Background(), 50, 20)
+	require.NoError(t, err)
+	assert.Equal(t, floor.Spec{Rooms: 50, Users: 20, Count: 100}, *spec, "the floor's own count")
+	_, err = loadFloor(&out, 1000)(context.Background(), 50, 20)
+	require.NoError(t, err)
+	assert.Equal(t, 100, spec.Count, "no more than the floor's own count")
+
+	cfg = fakeLoad(t, nil)
+	code, _, _ = run(t, "load", "-count", "3", "-file", "")
+	require.Equal(t, 0, code)
+	assert.Nil(t, cfg.Floor)
 }
