@@ -33,8 +33,8 @@ func TestReportExitCodes(t *testing.T) {
 		assert.Empty(t, errOut)
 		assert.Contains(t, out, "Is it fast? (900 connections)")
 		assert.Contains(t, out, "Does it scale?")
-		assert.Contains(t, out, "1490b")
-		assert.Contains(t, out, "109911") // 2,100 connections, with the merged shards
+		assert.Contains(t, out, "1,490b")
+		assert.Contains(t, out, "109,911") // 2,100 connections, with the merged shards
 	})
 	t.Run("1: bad files named and skipped, the rest reported", func(t *testing.T) {
 		code, out, errOut := run(t, "report", fixture("cpus"), fixture("bad"))
@@ -62,7 +62,7 @@ func TestReportExitCodes(t *testing.T) {
 		code, _, errOut := run(t, "report", reportData)
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut, "name the subdirectories too")
-		assert.Contains(t, errOut, filepath.Join(reportData, "scale"))
+		assert.Contains(t, errOut, filepath.Join(reportData, "bad"))
 	})
 	t.Run("2: missing file", func(t *testing.T) {
 		code, _, errOut := run(t, "report", filepath.Join(t.TempDir(), "nope.json"))
@@ -90,10 +90,10 @@ func TestReportExitCodes(t *testing.T) {
 func TestReportShortRunsAndChurn(t *testing.T) {
 	code, out, errOut := run(t, "report", fixture("short"), fixture("churn"))
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "go1.26-quick  ----a  ----a  121860  109730  ≥ 2100")
+	assert.Contains(t, out, "go1.26-quick  ----a  ----a  121,860  109,730  ≥ 2,100")
 	assert.Contains(t, out, "a. Ran under 1 second: no score (raise -count).")
 	assert.Contains(t, out, "\nChurn\n=====\n")
-	assert.Contains(t, out, "java17-volano: left behind 3 conns, 3 FDs at 1000 users")
+	assert.Contains(t, out, "java17-volano: left behind 3 conns, 3 FDs at 1,000 users")
 }
 
 func TestReportCompareSpellings(t *testing.T) {
@@ -123,7 +123,7 @@ func TestReportStdinAndFormats(t *testing.T) {
 	code, out, errOut := runIn(t, string(doc), "report", "--discard", "0", "--best", "1", "--of", "1", "-")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "No run is discarded")
-	assert.Contains(t, out, "1000 connections")
+	assert.Contains(t, out, "1,000 connections")
 
 	for format, want := range map[string]string{
 		"markdown": "## Is it fast?", "json": `"platforms": [`, "csv": "table,platform,step,metric,value",
@@ -265,7 +265,7 @@ func TestReportCompareGate(t *testing.T) {
 	code, out, errOut := run(t, "report", "--compare", old, worse, "--threshold", "5%")
 	out = strings.Join(strings.Fields(out), " ") // the text wraps at 100 columns
 	assert.Equal(t, 3, code, errOut)
-	assert.Contains(t, out, "Verdict: B is significantly worse than A by more than 5% in 1 metric: score at 1000 connections (−9.23%, p=0.029).")
+	assert.Contains(t, out, "Verdict: B is significantly worse than A by more than 5% in 1 metric: score at 1,000 connections (−9.23%, p=0.029).")
 	assert.Contains(t, errOut, "significantly worse than "+old+" by more than 5% in 1 metric(s)")
 
 	code, out, errOut = run(t, "report", "--compare", old, worse, "--threshold", "10")

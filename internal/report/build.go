@@ -100,6 +100,10 @@ type builder struct {
 	// causes are the footnotes in citation order.
 	causes  []cause
 	letters map[cause]string
+	// reordered is each row's note on reordering (see reorderNotes), and
+	// warned the note of each kind of run warning (see warningCause).
+	reordered map[string]cause
+	warned    map[string]cause
 }
 
 // cause is a distinct failure cause.
@@ -123,14 +127,16 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	}
 	merged, errs := results.MergeAll(in)
 	b := &builder{
-		opt:     opt,
-		rep:     &Report{Options: opt, Documents: len(merged)},
-		cells:   map[cellKey]*Cell{},
-		docs:    map[cellKey][]*results.Document{},
-		rows:    map[string][]*results.Document{},
-		base:    map[string]string{},
-		main:    map[stepKey]int{},
-		letters: map[cause]string{},
+		opt:       opt,
+		rep:       &Report{Options: opt, Documents: len(merged)},
+		cells:     map[cellKey]*Cell{},
+		docs:      map[cellKey][]*results.Document{},
+		rows:      map[string][]*results.Document{},
+		base:      map[string]string{},
+		main:      map[stepKey]int{},
+		letters:   map[cause]string{},
+		reordered: map[string]cause{},
+		warned:    map[string]cause{},
 	}
 	for _, e := range errs {
 		b.rep.Warnings = append(b.rep.Warnings, e.Error())
@@ -150,6 +156,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 		return cmp.Or(cmp.Compare(a.row, c.row), cmp.Compare(a.kind, c.kind),
 			cmp.Compare(a.step, c.step), cmp.Compare(a.cpus, c.cpus))
 	})
+	b.reorderNotes(keys)
 	for _, k := range keys {
 		b.cells[k] = b.cell(k, b.docs[k])
 		sk := stepKey{k.row, k.kind, k.step}
@@ -163,6 +170,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	b.processors()
 	b.capacity()
 	b.churn()
+	b.storm()
 	b.latency()
 	b.cost()
 	b.environments()
@@ -248,6 +256,8 @@ func sortedKeys[K comparable, V any](m map[K]V, f func(a, b K) int) []K {
 // kindOf says what scenario a document ran.
 func kindOf(d *results.Document) string {
 	switch {
+	case d.Config.Scenario == results.ScenarioStorm || d.Storm != nil:
+		return KindStorm
 	case d.Config.Scenario == results.ScenarioPaced || d.Paced != nil:
 		return KindPaced
 	case d.Config.Scenario == results.ScenarioChurn || d.Churn != nil:
@@ -272,8 +282,11 @@ func cpusOf(d *results.Document) int {
 // stepOf is the connection count of a turn-taking run, the concurrent
 // users of a paced one.
 func stepOf(d *results.Document, kind string) int64 {
-	if kind == KindPaced && d.Paced != nil && d.Paced.ConcurrentUsers > 0 {
+	if (kind == KindPaced || kind == KindStorm) && d.Paced != nil && d.Paced.ConcurrentUsers > 0 {
 		return d.Paced.ConcurrentUsers
+	}
+	if kind == KindStorm && d.Storm != nil && d.Storm.Users > 0 {
+		return d.Storm.Users
 	}
 	return int64(d.Config.Rooms) * int64(d.Config.Users)
 }
@@ -380,6 +393,21 @@ func (b *builder) cell(k cellKey, runs []*results.Document) *Cell {
 		}
 		c.Runs = append(c.Runs, r)
 	}
+	// Notes that are no failure: the row's reordering, the runs' warnings.
+	for _, d := range counted {
+		if reordered(d) {
+			if cs, ok := b.reordered[k.row]; ok && !slices.Contains(c.causes, cs) {
+				c.causes = append(c.causes, cs)
+			}
+		}
+	}
+	for _, d := range counted {
+		for _, w := range d.Warnings {
+			if cs := b.warningCause(w); !slices.Contains(c.causes, cs) {
+				c.causes = append(c.causes, cs)
+			}
+		}
+	}
 	t := b.rule().Tally(counted)
 	if t.Failed {
 		c.Failed = true
@@ -422,6 +450,77 @@ func causeOf(d *results.Document) cause {
 		ex += ", client limit " + strconv.FormatInt(d.Environment.OpenFilesSoft, 10)
 	}
 	return cause{kind: fs[0].Kind, example: ex}
+}
+
+// reordered reports whether d's receivers saw chats out of their room's
+// order without that failing the run (no --strict-order: a strict run's
+// reordering is a failure, cited as one).
+func reordered(d *results.Document) bool {
+	g := d.Integrity
+	return g != nil && g.Reordered > 0 && !g.StrictOrder
+}
+
+// reorderNotes makes each row's note on reordering, from the counted runs
+// of its turn-taking cells: the chats reordered, the share of receivers
+// that saw any, the largest displacement. One note a row: the server's
+// way of relaying, not a step's accident.
+func (b *builder) reorderNotes(keys []cellKey) {
+	type sum struct{ chats, receivers, saw, maxDisp int64 }
+	sums := map[string]*sum{}
+	for _, k := range keys {
+		if k.kind != KindTurns {
+			continue
+		}
+		counted, _ := b.counted(b.docs[k])
+		for _, d := range counted {
+			if !reordered(d) {
+				continue
+			}
+			g := d.Integrity
+			s := sums[k.row]
+			if s == nil {
+				s = &sum{}
+				sums[k.row] = s
+			}
+			s.chats += g.Reordered
+			s.receivers += g.Receivers
+			s.saw += g.ReceiversReordered
+			s.maxDisp = max(s.maxDisp, g.MaxDisplacement)
+		}
+	}
+	for row, s := range sums {
+		text := "Reordered: " + group(s.chats) + " " + pluralWord(s.chats, "chat")
+		if s.receivers > 0 {
+			text += " (" + strconv.FormatFloat(100*float64(s.saw)/float64(s.receivers), 'f', 1, 64) + "% of receivers)"
+		}
+		if s.maxDisp > 0 {
+			text += ", largest displacement " + group(s.maxDisp)
+		}
+		text += ": chats of a room reached some receivers out of the room's order (the server relays a room from more than one thread); " +
+			"not a failure without load --strict-order."
+		b.reordered[row] = cause{kind: kindReordered, example: text}
+	}
+}
+
+// maxWarningNotes bounds the distinct warnings made footnotes; the rest
+// are listed under the report's warnings.
+const maxWarningNotes = 8
+
+// warningCause is the footnote of a run's warning. Warnings that differ
+// only after their first ": " (the same failure with another address) share
+// the note of the first one seen.
+func (b *builder) warningCause(w string) cause {
+	key, _, _ := strings.Cut(w, ": ")
+	if cs, ok := b.warned[key]; ok {
+		return cs
+	}
+	cs := cause{kind: kindWarning, example: w}
+	if len(b.warned) >= maxWarningNotes {
+		cs = cause{kind: kindWarning, example: "more warnings: see Warnings"}
+		b.rep.Warnings = appendNew(b.rep.Warnings, "run warning: "+w)
+	}
+	b.warned[key] = cs
+	return cs
 }
 
 // noScoreCause is why a passed run has no score: its timed phase lasted

@@ -46,10 +46,10 @@ func TestRunRule(t *testing.T) {
 	r, err := Build(docs, DefaultOptions())
 	require.NoError(t, err)
 	c := r.Fast.Rows[0].Cell
-	assert.Equal(t, "1897, 1900, 1893", c.ResultsText())
+	assert.Equal(t, "1,897; 1,900; 1,893", c.ResultsText())
 	assert.Equal(t, int64(1899), c.Score, "(1900+1897)/2 = 1898.5 rounds half up, as the Volano Report's 1899")
 	assert.Equal(t, 1897.0, c.Median)
-	assert.Equal(t, "1893–1900", c.SpreadText())
+	assert.Equal(t, "1,893–1,900", c.SpreadText())
 
 	// The Discarded mark drops a run too, and the discard counts it.
 	docs[0].Discarded = true
@@ -61,8 +61,8 @@ func TestRunRule(t *testing.T) {
 	docs[3].Failures = []results.Failure{{Kind: results.FailReset, Count: 36, Example: "read: connection reset by peer"}}
 	r, err = Build(docs, DefaultOptions())
 	require.NoError(t, err)
-	assert.Equal(t, "1897, 1900, 1893a", r.Fast.Rows[0].Cell.ResultsText())
-	assert.Equal(t, "1899a", r.Fast.Rows[0].Cell.Text())
+	assert.Equal(t, "1,897; 1,900; 1,893a", r.Fast.Rows[0].Cell.ResultsText())
+	assert.Equal(t, "1,899a", r.Fast.Rows[0].Cell.Text())
 	docs[3].Failures = nil
 
 	// Best 1 of 4, nothing discarded.
@@ -94,8 +94,8 @@ func TestFailedCellsAndFootnotes(t *testing.T) {
 		texts[row.Platform] = append(texts[row.Platform], row.Limit.Text())
 	}
 	// Letters go in the order the tables cite them: row a (the faster) first.
-	assert.Equal(t, []string{"2661", "2387", "----a", "893a"}, texts["a"])
-	assert.Equal(t, []string{"2157", "1901", "473b", "≥ 900"}, texts["b"])
+	assert.Equal(t, []string{"2,661", "2,387", "----a", "893a"}, texts["a"])
+	assert.Equal(t, []string{"2,157", "1,901", "473b", "≥ 900"}, texts["b"])
 	require.Len(t, r.Footnotes, 2)
 	assert.Equal(t, "a", r.Footnotes[0].Letter)
 	assert.Equal(t, `Failed with "too many open files" (open_files example).`, r.Footnotes[0].Text)
@@ -167,7 +167,7 @@ func TestGainPerProcessor(t *testing.T) {
 	for _, pc := range r.Processors.Rows[0].Cells {
 		texts = append(texts, pc.Text())
 	}
-	assert.Equal(t, []string{"902", "1648 (83%)", "2645 (27%)"}, texts)
+	assert.Equal(t, []string{"902", "1,648 (83%)", "2,645 (27%)"}, texts)
 	// The main tables use the most processors.
 	assert.Equal(t, int64(2645), r.Fast.Rows[0].Cell.Score)
 }
@@ -183,7 +183,7 @@ func TestUnknownCPUsJoinTheMainCell(t *testing.T) {
 	}
 	r, err := Build(docs, DefaultOptions())
 	require.NoError(t, err)
-	assert.Equal(t, "1002, 1003, 1004", r.Fast.Rows[0].Cell.ResultsText())
+	assert.Equal(t, "1,002; 1,003; 1,004", r.Fast.Rows[0].Cell.ResultsText())
 	assert.Nil(t, r.Processors)
 }
 
@@ -276,7 +276,7 @@ func TestRetransmitWarning(t *testing.T) {
 	r, err := Build(docs, DefaultOptions())
 	require.NoError(t, err)
 	require.Len(t, r.Warnings, 1)
-	assert.Equal(t, "p at 19000 connections: the kernel retransmitted 0.25% of the TCP segments of a run (22063 of 8838336; "+
+	assert.Equal(t, "p at 19,000 connections: the kernel retransmitted 0.25% of the TCP segments of a run (22063 of 8838336; "+
 		"2965978 delayed ACKs, 23426 loss probes): on loopback nothing is lost, so these are delayed ACKs outlasting "+
 		`the sender's loss probe (see the README, "Delayed ACKs on loopback")`, r.Warnings[0])
 
@@ -362,7 +362,7 @@ func TestBuildErrors(t *testing.T) {
 	}
 	r, err := Build([]*results.Document{doc("p", 1000, 1, 5, "")}, DefaultOptions())
 	require.NoError(t, err)
-	assert.Contains(t, r.Warnings[0], "p at 1000 connections: only 1 run, counted although --discard 1 would drop it")
+	assert.Contains(t, r.Warnings[0], "p at 1,000 connections: only 1 run, counted although --discard 1 would drop it")
 	assert.Equal(t, int64(5), r.Fast.Rows[0].Cell.Score)
 	assert.Error(t, r.Render(&bytes.Buffer{}, "pdf"))
 
@@ -419,7 +419,7 @@ func TestWideScaleSplits(t *testing.T) {
 	for _, line := range strings.Split(text, "\n") {
 		assert.LessOrEqual(t, utf8.RuneCountInString(line), textWidth, line)
 	}
-	assert.Contains(t, text, "5400")
+	assert.Contains(t, text, "5,400")
 	assert.GreaterOrEqual(t, strings.Count(text, "a platform with a rather long label"), 3, "the table is split, the platform repeated")
 }
 
@@ -488,7 +488,7 @@ func ExampleBuild() {
 	fmt.Printf("%s at %d connections: %s → %s (median %.0f, spread %s)\n",
 		r.Fast.Rows[0].Platform, r.Fast.Connections, c.ResultsText(), c.Text(), c.Median, c.SpreadText())
 	// Output:
-	// go1.26-linux at 1000 connections: 1897, 1900, 1893 → 1899 (median 1897, spread 1893–1900)
+	// go1.26-linux at 1000 connections: 1,897; 1,900; 1,893 → 1,899 (median 1897, spread 1,893–1,900)
 }
 
 func TestEscaping(t *testing.T) {

@@ -27,7 +27,7 @@ func TestCapacityChart(t *testing.T) {
 	// panel.
 	require.NotNil(t, c.Broken)
 	assert.Equal(t, c.Right(), c.Broken.X)
-	assert.Equal(t, "broke at 20000 (a)", c.Broken.Label)
+	assert.Equal(t, "broke at 20,000 (a)", c.Broken.Label)
 	require.NotNil(t, c.Panels[2].Limit)
 	assert.Equal(t, "SLO 1.00 s", c.Panels[2].Limit.Label)
 	lat := c.Panels[2]
@@ -40,7 +40,7 @@ func TestCapacityChart(t *testing.T) {
 
 	html := string(render(t, r, "html"))
 	assert.Contains(t, html, `aria-label="go1.26-linux: capacity against concurrent users"`)
-	assert.Contains(t, html, "go1.26-linux at 20000 users: broke: p99 2.34 s over the SLO of 1 s")
+	assert.Contains(t, html, "go1.26-linux at 20,000 users: broke: p99 2.34 s over the SLO of 1 s")
 
 	// Unknown CPU: no CPU panel. One step: no chart.
 	for i := range cr.Steps {

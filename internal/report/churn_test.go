@@ -87,7 +87,7 @@ func TestChurnTable(t *testing.T) {
 	assert.InDelta(t, 10, s.ColdWarm(), 0.05)
 	assert.Equal(t, "none", leakText(s))
 	assert.Equal(t, "go: no leak after any run", churnHeadline(g))
-	assert.Equal(t, []string{"100", "1000", "500", "20.0 ms", "20.0 ms", "2.00 ms", "2.00 ms", "10.0×", "none", "ok"},
+	assert.Equal(t, []string{"100", "1,000", "500", "20.0 ms", "20.0 ms", "2.00 ms", "2.00 ms", "10.0×", "none", "ok"},
 		churnCells(s))
 
 	j := rows["java"].Steps[0]

@@ -18,7 +18,8 @@
 //   - a row, the platform: its Label (--by label, the default), its server
 //     command line (--by server), or its label and the server's processor
 //     count (--by cpus);
-//   - a kind: turn-taking ("turns", Mark's test), paced (open loop) or churn;
+//   - a kind: turn-taking ("turns", Mark's test), paced (open loop), churn
+//     or storm;
 //   - a step: the connection count rooms × users for turn-taking runs, the
 //     concurrent users for paced runs;
 //   - the server's processor count: Config.ServerCPUs when the client
@@ -131,6 +132,38 @@
 // the server reported any after-run figure (a count of 0 open connections
 // cannot be told from an absent one). A step fails under the run rule as
 // a cell does, and cites the failures of its runs.
+//
+// # Fan-out
+//
+// Beside delivery latency the latency table merges, the same way, the
+// fan-out histograms of a broadcast (results.LatencyFanoutFirst, Last and
+// Spread): from the send of a chat to its first and to its last receiver,
+// and the time between the two. Text and markdown print their p50 and p99
+// in a table of their own; the HTML latency chart draws each platform's
+// fan-out to the last receiver, dashed, beside its delivery latency.
+//
+// # Notes that are no failure
+//
+// A server that relays a room's chats from several threads (the original
+// Java server) delivers some of them out of the room's order. Unless the
+// run asked for strict order (then it failed, and is cited as a failure),
+// the reordering of a row's counted turn-taking runs is one footnote of
+// that row, cited by its cells: the chats reordered, the share of
+// receivers that saw any, the largest displacement. The warnings a run
+// recorded (results.Document.Warnings: the server's metrics could not be
+// read, say) are footnotes too, cited by the cells whose counted runs
+// have them; warnings that differ only after their first ": " share one.
+// Loss, duplication and corruption fail a run and are cited as failures.
+//
+// # Reconnect storm
+//
+// Storm runs (Config.Scenario "storm") are tabulated per platform and
+// step (concurrent users): the dropped, reconnected and recovered users
+// and the connection attempts (medians of the counted runs), the median
+// time to recovery of the runs in which everyone recovered and how many
+// runs some never did, the reconnect time merged from the histograms, the
+// most chats any counted run lost, the missed sends, and the leaks as for
+// churn. A storm step is not a capacity step.
 //
 // # Processor scalability
 //

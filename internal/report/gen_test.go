@@ -214,7 +214,7 @@ func TestGenerate(t *testing.T) {
 	if !*generate {
 		t.Skip("run with -generate to rewrite testdata/report")
 	}
-	for _, sub := range []string{"scale", "shards", "paced", "cpus", "bad", "short", "churn"} {
+	for _, sub := range []string{"scale", "shards", "paced", "cpus", "bad", "short", "churn", "integrity", "storm"} {
 		require.NoError(t, os.RemoveAll(filepath.Join(fixtures, sub)))
 	}
 	rng := rand.New(rand.NewPCG(1999, 5))
@@ -301,6 +301,118 @@ func TestGenerate(t *testing.T) {
 			}
 		}
 	}
+	generateIntegrity(t)
+	generateStorm(t)
+}
+
+// generateIntegrity writes turn-taking runs that carry the integrity
+// ledger and the fan-out histograms: go1.26-ledger keeps each room's order;
+// java-original (the original server, which relays a room's chats from
+// several threads) reorders some, and one of its runs could not scrape the
+// server's metrics.
+func generateIntegrity(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2026, 12))
+	ledger := platforms[0]
+	ledger.label = "go1.26-ledger"
+	orig := platforms[1]
+	orig.label, orig.p50us = "java-original", 700
+	orig.scores = map[int]float64{300: 61200, 900: 55800}
+	for pi, p := range []platform{ledger, orig} {
+		for si, rooms := range []int{15, 45} {
+			for run := 1; run <= 4; run++ {
+				s := runSpec{p: p, rooms: rooms, run: run, score: p.scores[rooms*20] * noise(rng, run),
+					at: genBase.Add(8*24*time.Hour + time.Duration(pi)*12*time.Hour + time.Duration(si)*time.Hour + time.Duration(run)*5*time.Minute)}
+				d := turnDoc(t, rng, s)
+				conns := int64(rooms * 20)
+				p50 := p.p50us * (1 + float64(conns-300)/1200)
+				d.Latency[results.LatencyFanoutFirst] = latencyHist(t, rng, d.Counts.Sent, p50*0.35)
+				d.Latency[results.LatencyFanoutLast] = latencyHist(t, rng, d.Counts.Sent, p50*2.1)
+				d.Latency[results.LatencyFanoutSpread] = latencyHist(t, rng, d.Counts.Sent, p50*1.7)
+				d.Integrity = &results.Integrity{Receivers: conns}
+				if p.label == "java-original" {
+					g := d.Integrity
+					g.Reordered = int64(float64(d.Counts.Received) * (0.0004 + rng.Float64()*0.0002))
+					g.MaxDisplacement = int64(2 + rng.IntN(3) + si)
+					g.ReceiversReordered = conns * int64(20+rng.IntN(10)) / 100
+					g.FirstReordered = "Mark7 in Room3: chat 12 of the room (Mark4's) arrived after chat 13 (1 later)"
+					if rooms == 45 && run == 3 {
+						d.Warnings = []string{"the server's usage is unknown: Get \"http://127.0.0.1:9090/metrics\": dial tcp 127.0.0.1:9090: connect: connection refused"}
+						d.Server = nil
+					}
+				}
+				write(t, filepath.Join(fixtures, "integrity"), d)
+			}
+		}
+	}
+}
+
+// generateStorm writes reconnect storms: 2000 users sending every 5 s, all
+// of whom drop 20 s into a 60 s run and reconnect with back-off. go1.26
+// recovers in about 3 s and keeps nothing; java17-volano takes longer,
+// loses chats, leaves descriptors behind, and in one run some users never
+// recover.
+func generateStorm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2026, 13))
+	for pi, p := range platforms[:2] {
+		for run := 1; run <= 4; run++ {
+			write(t, filepath.Join(fixtures, "storm"), stormDoc(t, rng, p, 100, run,
+				genBase.Add(9*24*time.Hour+time.Duration(pi)*12*time.Hour+time.Duration(run)*5*time.Minute)))
+		}
+	}
+}
+
+func stormDoc(t *testing.T, rng *rand.Rand, p platform, rooms, run int, at time.Time) *results.Document {
+	users := int64(rooms * 20)
+	java := p.label == "java17-volano"
+	d := pacedDoc(t, rng, 5000, run, at)
+	d.Label = p.label
+	d.RunID = fmt.Sprintf("%08x%08x", rng.Uint32(), rng.Uint32())
+	d.CommandLine = []string{"volanogo", "load", "--serve", "-label", p.label, "--scenario", "storm", "-pause", "5s",
+		"-duration", "60s", "-rooms", strconv.Itoa(rooms), "-runs", "4", "-o", "results/"}
+	d.Config.Scenario, d.Config.Rooms, d.Config.PauseSeconds, d.Config.ServerCommand = results.ScenarioStorm, rooms, 5, p.server
+	d.Step = rooms
+	d.Environment = env(p)
+	in := float64(users) / 5
+	d.Paced = &results.Paced{ConcurrentUsers: users, InPerSecond: round3(in * 0.97), OutPerSecond: round3(in * 0.97 * 21)}
+	sent := int64(in * 0.97 * 60)
+	d.Counts = results.Counts{Sent: sent, Received: sent * 20, Total: sent * 21, Confirms: sent}
+	d.Throughput = float64(d.Counts.Total) / 60
+	d.Score, _ = results.MarkScore(d.Counts.Total, 60000)
+	d.Connections = results.Connections{Attempted: 2 * users, Established: 2 * users, Peak: users}
+	recovery := 2.6 + rng.Float64()*0.8
+	st := &results.Storm{AtSeconds: 20, Users: users, Dropped: users, Reconnected: users, Recovered: users,
+		Attempts: users + int64(rng.IntN(40)), MissedSends: int64(float64(users) * recovery / 5 * 0.6)}
+	var lost int64
+	if java {
+		recovery = 7.5 + rng.Float64()*2
+		st.Attempts = users + 300 + int64(rng.IntN(200))
+		st.MissedSends = int64(float64(users) * recovery / 5 * 0.6)
+		lost = 150 + int64(rng.IntN(100))
+		st.LeakedFDs = []int64{0, 0, 4, 6, 5}[run]
+		if run == 3 {
+			st.Recovered = users - 12
+			recovery = 0
+		}
+	}
+	st.RecoverySeconds = round3(recovery)
+	d.Storm = st
+	d.Integrity = &results.Integrity{Receivers: users, Lost: lost}
+	d.Passed, d.Failures = true, nil
+	if lost > 0 {
+		d.Passed = false
+		d.Failures = []results.Failure{{Kind: results.FailLost, Count: lost,
+			Example: fmt.Sprintf("%d chats lost: Mark12 in Room40 never received chat 9 of Mark3", lost), At: d.TimedStart.Add(21 * time.Second)}}
+	}
+	if st.LeakedFDs > 0 {
+		d.Failures = append(d.Failures, results.Failure{Kind: results.FailLeak, Count: 1,
+			Example: fmt.Sprintf("after a storm of %d reconnections the server kept %d descriptors", st.Reconnected, st.LeakedFDs), At: d.TimedEnd})
+	}
+	d.Latency[results.LatencyReconnect] = latencyHist(t, rng, st.Reconnected, recovery*1e6*0.3+400000)
+	d.Server.Goroutines, d.Server.OpenFDs = 9, 8
+	if java {
+		d.Server.Goroutines, d.Server.OpenFDs = 0, 41+st.LeakedFDs
+	}
+	return d
 }
 
 // churnDoc is a run of the churn scenario: every user repeats connect,

@@ -31,13 +31,12 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"churnHeadline": churnHeadline,
 	"churnCells":    churnCells,
 	"costCells":     costCells,
-	"median": func(c *Cell) string {
-		if !c.HasScore() {
-			return ""
-		}
-		return strconv.FormatFloat(c.Median, 'f', -1, 64)
-	},
-	"f1": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"stormHeadline": stormHeadline,
+	"stormCells":    stormCells,
+	"fanoutCells":   fanoutCells,
+	"median":        fmtMedian,
+	"group":         group,
+	"f1":            func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 }).Parse(htmlSource))
 
 // palette colours the series of the charts.
@@ -140,7 +139,7 @@ func (r *Report) fastChart() *barChart {
 	}
 	c.Height = 10 + float64(len(t.Rows))*(c.BarH+8) + 26
 	for _, v := range linTicks(scale, 5) {
-		c.Ticks = append(c.Ticks, svgTick{Pos: c.Left + c.PlotW*v/scale, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		c.Ticks = append(c.Ticks, svgTick{Pos: c.Left + c.PlotW*v/scale, Label: group(int64(math.Round(v)))})
 	}
 	return c
 }
@@ -168,7 +167,7 @@ func (r *Report) scaleChart() *lineChart {
 	yp := func(y float64) float64 { return c.Top + c.PlotH*(1-y/ymax) }
 	last := math.Inf(-1)
 	for _, col := range t.Columns {
-		tk := svgTick{Pos: xp(float64(col)), Label: strconv.FormatInt(col, 10)}
+		tk := svgTick{Pos: xp(float64(col)), Label: group(col)}
 		if tk.Pos-last < 36 {
 			tk.Label = "" // too close to the previous label
 		} else {
@@ -177,7 +176,7 @@ func (r *Report) scaleChart() *lineChart {
 		c.XTicks = append(c.XTicks, tk)
 	}
 	for _, v := range linTicks(ymax, 5) {
-		c.YTicks = append(c.YTicks, svgTick{Pos: yp(v), Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		c.YTicks = append(c.YTicks, svgTick{Pos: yp(v), Label: group(int64(math.Round(v)))})
 	}
 	for i, row := range t.Rows {
 		s := svgSeries{Name: ellipsis(row.Platform, 28), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
@@ -251,9 +250,29 @@ func (r *Report) latencyChart() *lineChart {
 		title += " at " + stepName(KindTurns, r.Fast.Connections)
 	}
 	c := newLineChart(title, "percentile", "latency (log scale)")
+	// Beside each platform's delivery latency, dashed, its fan-out to the
+	// last receiver of a broadcast, when the runs have it.
+	type line struct {
+		name, title string
+		vs          [4]int64
+		dash        bool
+		color       int
+	}
+	var lines []line
+	for i, row := range rows {
+		name := row.Platform
+		if r.Fast == nil || row.Step != r.Fast.Connections {
+			name += " (" + stepName(row.Kind, row.Step) + ")"
+		}
+		lines = append(lines, line{name: name, title: row.Platform, vs: [4]int64{row.P50, row.P99, row.P999, row.Max}, color: i})
+		if f := row.FanoutLast; f != nil {
+			lines = append(lines, line{name: ellipsis(row.Platform, 16) + " fan-out last", title: row.Platform + " fan-out last",
+				vs: [4]int64{f.P50, f.P99, f.P999, f.Max}, dash: true, color: i})
+		}
+	}
 	lo, hi := math.MaxFloat64, 1.0
-	for _, row := range rows {
-		for _, v := range []int64{row.P50, row.P99, row.P999, row.Max} {
+	for _, l := range lines {
+		for _, v := range l.vs {
 			if v > 0 {
 				lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
 			}
@@ -275,20 +294,19 @@ func (r *Report) latencyChart() *lineChart {
 		c.XTicks = append(c.XTicks, svgTick{Pos: xp(i), Label: n})
 	}
 	c.YTicks = logTicks(d0, d1, yp)
-	for i, row := range rows {
-		name := row.Platform
-		if r.Fast == nil || row.Step != r.Fast.Connections {
-			name += " (" + stepName(row.Kind, row.Step) + ")"
+	for i, l := range lines {
+		s := svgSeries{Name: ellipsis(l.name, 28), Color: palette[l.color%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		if l.dash {
+			s.Dash = "6 4"
 		}
-		s := svgSeries{Name: ellipsis(name, 28), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
 		var pts []string
-		for j, v := range []int64{row.P50, row.P99, row.P999, row.Max} {
+		for j, v := range l.vs {
 			if v <= 0 {
 				continue
 			}
 			x, y := xp(j), yp(float64(v))
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
-			s.Dots = append(s.Dots, svgDot{X: x, Y: y, Title: row.Platform + " " + names[j] + ": " + fmtNanos(v)})
+			s.Dots = append(s.Dots, svgDot{X: x, Y: y, Title: l.title + " " + names[j] + ": " + fmtNanos(v)})
 		}
 		if len(pts) > 1 {
 			s.Lines = append(s.Lines, strings.Join(pts, " "))
@@ -432,7 +450,7 @@ func capacityChart(cr CapacityRow) *capChart {
 	xp := func(x float64) float64 { return c.Left + c.PlotW*(x-x0)/(x1-x0) }
 	last := math.Inf(-1)
 	for _, s := range steps {
-		tk := svgTick{Pos: xp(float64(s.Users)), Label: strconv.FormatInt(s.Users, 10)}
+		tk := svgTick{Pos: xp(float64(s.Users)), Label: group(s.Users)}
 		if tk.Pos-last < 44 {
 			tk.Label = ""
 		} else {
@@ -527,7 +545,7 @@ func capacityChart(cr CapacityRow) *capChart {
 	if cr.BrokeAt > 0 {
 		for _, s := range steps {
 			if s.Users == cr.BrokeAt {
-				label := "broke at " + strconv.FormatInt(s.Users, 10)
+				label := "broke at " + group(s.Users)
 				if len(s.Notes) > 0 {
 					label += " (" + strings.Join(s.Notes, ", ") + ")"
 				}
@@ -565,14 +583,22 @@ type htmlData struct {
 	CapCharts    map[string]*capChart
 	ChurnIntro   string
 	ChurnColumns []string
+	StormIntro   string
+	StormColumns []string
+	FanoutIntro  string
+	FanoutCols   []string
+	FanoutRows   []LatencyRow
 	Tools        []string
 }
 
 func (r *Report) renderHTML(w io.Writer) error {
 	d := htmlData{Report: r, Rule: r.ruleText(), FastIntro: fastIntro, ScaleIntro: scaleIntro, ClientNote: clientNote,
 		LatIntro: latIntro, CostIntro: costIntro, CostColumns: costColumns, CapIntro: capIntro, ProcIntro: procIntro, ChurnIntro: churnIntro, ChurnColumns: churnColumns,
-		CapCharts: r.capacityCharts(),
+		CapCharts: r.capacityCharts(), StormIntro: stormIntro, StormColumns: stormColumns, FanoutIntro: fanoutIntro, FanoutCols: fanoutColumns,
 		FastChart: r.fastChart(), ScaleChart: r.scaleChart(), LatChart: r.latencyChart(), P99Chart: r.p99Chart()}
+	if r.Latency != nil {
+		d.FanoutRows = r.Latency.fanoutRows()
+	}
 	if r.Compare != nil {
 		d.CompareIntro = compareIntro(r.Compare)
 		d.Verdict = compareVerdict(r.Compare)

@@ -56,10 +56,7 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		var rows [][]string
 		for _, row := range t.Rows {
 			c := row.Cell
-			med := ""
-			if c.HasScore() {
-				med = strconv.FormatFloat(c.Median, 'f', -1, 64)
-			}
+			med := fmtMedian(c)
 			rows = append(rows, []string{row.Platform, row.OS, c.ResultsText(), c.Text(), med, c.SpreadText()})
 		}
 		mdTable(w, []string{"Platform", "Operating system", "Results", "Score", "Median", "Spread"},
@@ -70,7 +67,7 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		head := []string{"Platform"}
 		right := map[int]bool{}
 		for i, c := range t.Columns {
-			head = append(head, strconv.FormatInt(c, 10))
+			head = append(head, group(c))
 			right[i+1] = true
 		}
 		head = append(head, "Limit")
@@ -95,7 +92,7 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		}
 		var rows [][]string
 		for _, row := range t.Rows {
-			cells := []string{row.Platform, strconv.FormatInt(row.Connections, 10)}
+			cells := []string{row.Platform, group(row.Connections)}
 			for _, pc := range row.Cells {
 				cells = append(cells, pc.Text())
 			}
@@ -109,7 +106,7 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "### %s\n\n%s.\n\n", mdEscape(cr.Platform), mdEscape(capacityHeadline(cr)))
 			var rows [][]string
 			for _, s := range cr.Steps {
-				rows = append(rows, []string{strconv.FormatInt(s.Users, 10), fmtPause(s.PauseSeconds),
+				rows = append(rows, []string{group(s.Users), fmtPause(s.PauseSeconds),
 					fmtRate(s.InPerSecond), fmtRate(s.OutPerSecond), fmtCPU(s.ServerCPUPercent), fmtNanos(s.P99), outcome(s)})
 			}
 			mdTable(w, []string{"Users", "Pause", "In msg/s", "Out msg/s", "Server CPU", "p99", "Outcome"},
@@ -127,15 +124,34 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 			mdTable(w, churnColumns, map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true}, rows)
 		}
 	}
+	if t := r.Storm; t != nil {
+		fmt.Fprintf(w, "## Reconnect storm\n\n%s\n\n", stormIntro)
+		for _, sr := range t.Rows {
+			fmt.Fprintf(w, "### %s\n\n%s.\n\n", mdEscape(sr.Platform), mdEscape(stormHeadline(sr)))
+			var rows [][]string
+			for _, s := range sr.Steps {
+				rows = append(rows, stormCells(s))
+			}
+			mdTable(w, stormColumns, map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true}, rows)
+		}
+	}
 	if t := r.Latency; t != nil {
 		fmt.Fprintf(w, "## Latency\n\n%s\n\n", latIntro)
 		var rows [][]string
 		for _, row := range t.Rows {
-			rows = append(rows, []string{row.Platform, stepCell(row.Kind, row.Step), strconv.FormatInt(row.Count, 10),
+			rows = append(rows, []string{row.Platform, stepCell(row.Kind, row.Step), group(row.Count),
 				fmtNanos(row.P50), fmtNanos(row.P99), fmtNanos(row.P999), fmtNanos(row.Max)})
 		}
 		mdTable(w, []string{"Platform", "Step", "Messages", "p50", "p99", "p99.9", "max"},
 			map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true}, rows)
+		if fr := t.fanoutRows(); len(fr) > 0 {
+			fmt.Fprintf(w, "%s\n\n", fanoutIntro)
+			var rows [][]string
+			for _, row := range fr {
+				rows = append(rows, fanoutCells(row))
+			}
+			mdTable(w, fanoutColumns, map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true}, rows)
+		}
 	}
 	if t := r.Cost; t != nil {
 		fmt.Fprintf(w, "## What does a message cost?\n\n%s\n\n", costIntro)
@@ -219,7 +235,7 @@ func (r *Report) renderCSV(w io.Writer) error {
 		if c == nil || c.Missing {
 			return
 		}
-		rec(table, platform, c.Step, "cell", c.Text())
+		rec(table, platform, c.Step, "cell", c.RawText())
 		if c.HasScore() {
 			rec(table, platform, c.Step, "score", i64(c.Score))
 			rec(table, platform, c.Step, "median", f64(c.Median))
@@ -258,7 +274,7 @@ func (r *Report) renderCSV(w io.Writer) error {
 					continue
 				}
 				m := plural(pc.CPUs, "CPU")
-				rec("processors", row.Platform, row.Connections, m+" score", pc.Cell.Text())
+				rec("processors", row.Platform, row.Connections, m+" score", pc.Cell.RawText())
 				if pc.GainPercent != nil {
 					rec("processors", row.Platform, row.Connections, m+" gain %", strconv.FormatFloat(*pc.GainPercent, 'f', 1, 64))
 				}
@@ -316,6 +332,36 @@ func (r *Report) renderCSV(w io.Writer) error {
 			}
 		}
 	}
+	if t := r.Storm; t != nil {
+		for _, sr := range t.Rows {
+			for _, s := range sr.Steps {
+				p := sr.Platform
+				rec("storm", p, s.Users, "dropped", i64(s.Dropped))
+				rec("storm", p, s.Users, "reconnected", i64(s.Reconnected))
+				rec("storm", p, s.Users, "recovered", i64(s.Recovered))
+				rec("storm", p, s.Users, "attempts", i64(s.Attempts))
+				if s.RecoverySeconds != nil {
+					rec("storm", p, s.Users, "recovery s", f64(*s.RecoverySeconds))
+				}
+				rec("storm", p, s.Users, "runs never recovered", strconv.Itoa(s.NeverRecovered))
+				if s.Reconnect != nil {
+					rec("storm", p, s.Users, "reconnect p50 ns", i64(s.Reconnect.P50))
+					rec("storm", p, s.Users, "reconnect p99 ns", i64(s.Reconnect.P99))
+				}
+				rec("storm", p, s.Users, "lost", i64(s.Lost))
+				rec("storm", p, s.Users, "missed sends", i64(s.MissedSends))
+				for _, l := range []struct {
+					name string
+					v    *int64
+				}{{"leaked connections", s.LeakedConnections}, {"leaked goroutines", s.LeakedGoroutines}, {"leaked fds", s.LeakedFDs}} {
+					if l.v != nil {
+						rec("storm", p, s.Users, l.name, i64(*l.v))
+					}
+				}
+				rec("storm", p, s.Users, "outcome", stepOutcome(s.Failed, s.Notes))
+			}
+		}
+	}
 	if t := r.Latency; t != nil {
 		for _, row := range t.Rows {
 			tb := "latency " + row.Kind
@@ -324,6 +370,15 @@ func (r *Report) renderCSV(w io.Writer) error {
 			rec(tb, row.Platform, row.Step, "p99 ns", i64(row.P99))
 			rec(tb, row.Platform, row.Step, "p99.9 ns", i64(row.P999))
 			rec(tb, row.Platform, row.Step, "max ns", i64(row.Max))
+			for _, f := range []struct {
+				name string
+				t    *Times
+			}{{"fanout first", row.FanoutFirst}, {"fanout last", row.FanoutLast}, {"fanout spread", row.FanoutSpread}} {
+				if f.t != nil {
+					rec(tb, row.Platform, row.Step, f.name+" p50 ns", i64(f.t.P50))
+					rec(tb, row.Platform, row.Step, f.name+" p99 ns", i64(f.t.P99))
+				}
+			}
 		}
 	}
 	if t := r.Cost; t != nil {

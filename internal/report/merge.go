@@ -63,6 +63,11 @@ func (b *builder) mergedHistogram(docs []*results.Document, passedOnly bool, nam
 	return q, true
 }
 
+// times are the quantiles as Times.
+func (q quantiles) times() *Times {
+	return &Times{Count: q.count, P50: q.p50, P99: q.p99, P999: q.p999, Max: q.max}
+}
+
 type hdrQuantiles interface {
 	TotalCount() int64
 	ValueAtQuantile(q float64) int64
@@ -106,4 +111,8 @@ const (
 	// or more whose document has no score all the same.
 	kindShort   = "short"
 	kindNoScore = "no_score"
+	// kindReordered: a row's reordering (not a failure); kindWarning: a
+	// warning a run recorded (results.Document.Warnings).
+	kindReordered = "reordered_note"
+	kindWarning   = "warning"
 )

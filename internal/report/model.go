@@ -49,6 +49,7 @@ const (
 	KindTurns = "turns"
 	KindPaced = "paced"
 	KindChurn = "churn"
+	KindStorm = "storm"
 )
 
 // Report is what Build computed: every table, ready to render. Tables
@@ -64,6 +65,7 @@ type Report struct {
 	Cost       *CostTable      `json:"cost,omitempty"`
 	Capacity   *CapacityTable  `json:"capacity,omitempty"`
 	Churn      *ChurnTable     `json:"churn,omitempty"`
+	Storm      *StormTable     `json:"storm,omitempty"`
 	Processors *ProcessorTable `json:"processors,omitempty"`
 	Compare    *CompareTable   `json:"compare,omitempty"`
 	// Footnotes are the distinct failure causes, lettered.
@@ -131,8 +133,15 @@ func (c *Cell) HasScore() bool {
 	return c != nil && !c.Missing && !c.Failed && !c.NoScore
 }
 
-// Text is the cell as the tables print it: "2206", "----a", "1218a*", "".
-func (c *Cell) Text() string {
+// Text is the cell as the tables print it: "2,206", "----a", "1,218a*", "".
+func (c *Cell) Text() string { return c.text(group) }
+
+// RawText is Text without thousands separators, for CSV.
+func (c *Cell) RawText() string {
+	return c.text(func(n int64) string { return strconv.FormatInt(n, 10) })
+}
+
+func (c *Cell) text(num func(int64) string) string {
 	if c == nil || c.Missing {
 		if c != nil && c.AfterFailure {
 			return "----"
@@ -141,7 +150,7 @@ func (c *Cell) Text() string {
 	}
 	var b strings.Builder
 	if c.HasScore() {
-		b.WriteString(strconv.FormatInt(c.Score, 10))
+		b.WriteString(num(c.Score))
 	} else {
 		b.WriteString("----")
 	}
@@ -152,18 +161,19 @@ func (c *Cell) Text() string {
 	return b.String()
 }
 
-// ResultsText lists the counted results as the Volano Report did:
-// "1897, 1900, 1893" with footnote letters after failed runs.
+// ResultsText lists the counted results as the Volano Report did, but
+// separated by semicolons, the commas being thousands separators:
+// "1,897; 1,900; 1,893" with footnote letters after failed runs.
 func (c *Cell) ResultsText() string {
 	parts := make([]string, 0, len(c.Runs))
 	for _, r := range c.Runs {
 		s := "----"
 		if r.Passed && !r.NoScore {
-			s = strconv.FormatInt(r.Score, 10)
+			s = group(r.Score)
 		}
 		parts = append(parts, s+strings.Join(r.Notes, ""))
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // SpreadText is "min–max" of the passed counted runs, or "".
@@ -171,7 +181,7 @@ func (c *Cell) SpreadText() string {
 	if !c.HasScore() || c.Max == 0 {
 		return ""
 	}
-	return strconv.FormatInt(c.Min, 10) + "–" + strconv.FormatInt(c.Max, 10)
+	return group(c.Min) + "–" + group(c.Max)
 }
 
 // FastTable is "Is it fast?": one row per platform at one step.
@@ -219,7 +229,7 @@ func (l Limit) Text() string {
 	if l.Connections == 0 {
 		return ""
 	}
-	n := strconv.FormatInt(l.Connections, 10)
+	n := group(l.Connections)
 	switch l.Ended {
 	case "passed":
 		return "≥ " + n
@@ -247,6 +257,74 @@ type LatencyRow struct {
 	P99       int64  `json:"p99_ns"`
 	P999      int64  `json:"p999_ns"`
 	Max       int64  `json:"max_ns"`
+	// FanoutFirst, FanoutLast and FanoutSpread are the fan-out of a
+	// broadcast (results.LatencyFanout*): from the send of a chat to its
+	// first and to its last receiver, and the time between the two,
+	// merged as delivery latency is; nil when the runs have none.
+	FanoutFirst  *Times `json:"fanout_first,omitempty"`
+	FanoutLast   *Times `json:"fanout_last,omitempty"`
+	FanoutSpread *Times `json:"fanout_spread,omitempty"`
+}
+
+// Times are percentiles of a merged histogram of times, ns.
+type Times struct {
+	Count int64 `json:"count"`
+	P50   int64 `json:"p50_ns"`
+	P99   int64 `json:"p99_ns"`
+	P999  int64 `json:"p999_ns"`
+	Max   int64 `json:"max_ns"`
+}
+
+// HasFanout reports whether the row has any fan-out figure.
+func (r *LatencyRow) HasFanout() bool {
+	return r.FanoutFirst != nil || r.FanoutLast != nil || r.FanoutSpread != nil
+}
+
+// StormTable is the reconnect-storm test, one block per platform: how
+// long the users took to come back after dropping at once, what was lost
+// meanwhile, and what the server kept afterwards.
+type StormTable struct {
+	Rows []StormRow `json:"rows"`
+}
+
+// StormRow is one platform's storm runs.
+type StormRow struct {
+	Platform string      `json:"platform"`
+	Steps    []StormStep `json:"steps"`
+}
+
+// StormStep is one storm step: medians over its counted runs, the
+// reconnect times merged from their histograms, the loss the most any
+// counted run had, the leaks the most after any run.
+type StormStep struct {
+	// Users are the users of the run; Dropped, Reconnected and Recovered
+	// how many dropped, came back and had a chat after their return.
+	Users       int64 `json:"users"`
+	Runs        int   `json:"runs"`
+	Dropped     int64 `json:"dropped"`
+	Reconnected int64 `json:"reconnected"`
+	Recovered   int64 `json:"recovered"`
+	// Attempts are the connection attempts of the reconnections.
+	Attempts int64 `json:"attempts"`
+	// RecoverySeconds is the median time to recovery of the counted runs
+	// in which every dropped user recovered (nil when none did);
+	// NeverRecovered counts the runs in which some never did.
+	RecoverySeconds *float64 `json:"recovery_seconds,omitempty"`
+	NeverRecovered  int      `json:"never_recovered,omitempty"`
+	// Reconnect is the time from a user's drop to its return.
+	Reconnect *Times `json:"reconnect,omitempty"`
+	// Lost is the most chats any counted run lost (Integrity.Lost);
+	// MissedSends the median of the chats the dropped users did not send.
+	Lost        int64 `json:"lost"`
+	MissedSends int64 `json:"missed_sends"`
+	// Leaked* are as in ChurnStep.
+	LeakedConnections *int64   `json:"leaked_connections,omitempty"`
+	LeakedGoroutines  *int64   `json:"leaked_goroutines,omitempty"`
+	LeakedFDs         *int64   `json:"leaked_fds,omitempty"`
+	Failed            bool     `json:"failed,omitempty"`
+	Notes             []string `json:"notes,omitempty"`
+
+	causes []cause
 }
 
 // CostTable is what a message costs: CPU per message of the server and
@@ -408,7 +486,7 @@ type ProcessorCell struct {
 	GainPercent *float64 `json:"gain_percent,omitempty"`
 }
 
-// Text prints "1648 (83%)".
+// Text prints "1,648 (83%)".
 func (p *ProcessorCell) Text() string {
 	if p == nil {
 		return ""

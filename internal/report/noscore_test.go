@@ -41,12 +41,12 @@ func TestUnderOneSecondHasNoScore(t *testing.T) {
 	}
 	r, err := Build(docs, DefaultOptions())
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"p": "3000|2900|≥ 600", "q": "----a|2004|≥ 600"}, scaleTexts(r))
+	assert.Equal(t, map[string]string{"p": "3,000|2,900|≥ 600", "q": "----a|2,004|≥ 600"}, scaleTexts(r))
 	c := r.Scale.Rows[1].Cells[0]
 	assert.True(t, c.NoScore)
 	assert.False(t, c.Failed)
 	assert.False(t, r.Scale.Rows[1].Cells[1].AfterFailure, "a step without a score is no failure")
-	assert.Equal(t, "----a, ----a, ----a", c.ResultsText())
+	assert.Equal(t, "----a; ----a; ----a", c.ResultsText())
 	assert.Empty(t, c.SpreadText())
 	require.Len(t, r.Footnotes, 1)
 	assert.Equal(t, "Ran under 1 second: no score (raise -count).", r.Footnotes[0].Text)
@@ -85,16 +85,16 @@ func TestUnderOneSecondMixed(t *testing.T) {
 		// Two runs with a score are enough for best 2 of 3: the short one
 		// is cited but does not count as 0.
 		{"two scored", []*results.Document{doc("m", 900, 2, 1897, ""), short("m", 900, 3), doc("m", 900, 4, 1901, "")},
-			"1899a", "1897, ----a, 1901", 1},
+			"1,899a", "1,897; ----a; 1,901", 1},
 		// One score is not the average of the best two.
 		{"one scored", []*results.Document{short("m", 900, 2), doc("m", 900, 3, 1900, ""), short("m", 900, 4)},
-			"----a", "----a, 1900, ----a", 1},
+			"----a", "----a; 1,900; ----a", 1},
 		// A failure and a short run: too few scores, both cited.
 		{"failed and short", []*results.Document{doc("m", 900, 2, 0, results.FailReset), doc("m", 900, 3, 1900, ""), short("m", 900, 4)},
-			"----ab", "----a, 1900, ----b", 2},
+			"----ab", "----a; 1,900; ----b", 2},
 		// Two failures: the cell failed (whatever the short run).
 		{"failed", []*results.Document{doc("m", 900, 2, 0, results.FailReset), doc("m", 900, 3, 0, results.FailReset), short("m", 900, 4)},
-			"----ab", "----a, ----a, ----b", 2},
+			"----ab", "----a; ----a; ----b", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			docs := append([]*results.Document{doc("m", 900, 1, 1000, "")}, c.runs...)

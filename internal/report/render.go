@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,14 +63,16 @@ func (r *Report) ruleText() string {
 }
 
 const (
-	fastIntro  = "Scores are messages per second (sent + received, over the timed phase). Bigger is faster."
-	scaleIntro = "Scores by concurrent connections (rooms × users). Limit: the most connections any run held."
-	clientNote = "* client-bound: the client used 90% of its processors, or as much CPU per message as an unsaturated server; the score measures the client as much as the server."
-	latIntro   = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs; for paced steps from the scheduled send, so that a server that falls behind is not flattered (coordinated omission)."
-	costIntro  = "CPU per message of the server and of the client; delayed ACKs per message and the share of TCP segments retransmitted (Retrans.), from the kernel's counters of the whole client machine. Medians of the counted runs that passed: the figures to compare servers by when client and server share a machine."
-	capIntro   = "Paced (open-loop) steps: each user sends at a fixed pause. A step breaks when connections are refused or dropped, messages are lost, or p99 exceeds the SLO."
-	procIntro  = "Score at each server processor count; in parentheses the gain per added processor over the next lower count."
-	churnIntro = "Connection churn: each user repeats connect, Access, EnterRoom, one chat, ExitRoom, close. Sequences and sequences per second are medians over the counted runs. Cold is each user's first sequence, warm the later ones (as the RSVP measurements timed a first execution apart from the next), merged from their HDR histograms; cold/warm is the ratio of the p50s. Leaked is what the server still held after a run against before it (connections, goroutines, file descriptors), the most over every run of the step."
+	fastIntro   = "Scores are messages per second (sent + received, over the timed phase). Bigger is faster."
+	scaleIntro  = "Scores by concurrent connections (rooms × users). Limit: the most connections any run held."
+	clientNote  = "* client-bound: the client used 90% of its processors, or as much CPU per message as an unsaturated server; the score measures the client as much as the server."
+	latIntro    = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs; for paced steps from the scheduled send, so that a server that falls behind is not flattered (coordinated omission)."
+	costIntro   = "CPU per message of the server and of the client; delayed ACKs per message and the share of TCP segments retransmitted (Retrans.), from the kernel's counters of the whole client machine. Medians of the counted runs that passed: the figures to compare servers by when client and server share a machine."
+	capIntro    = "Paced (open-loop) steps: each user sends at a fixed pause. A step breaks when connections are refused or dropped, messages are lost, or p99 exceeds the SLO."
+	procIntro   = "Score at each server processor count; in parentheses the gain per added processor over the next lower count."
+	fanoutIntro = "Fan-out of a broadcast: from the send of a chat to its arrival at the first and at the last of the other users of its room, and the spread between those two arrivals; one value per broadcast that reached everyone, merged from the HDR histograms of the counted runs as delivery latency is."
+	stormIntro  = "Reconnect storm: a paced run in which the users drop their connections at once and reconnect with jittered back-off. Recovery is the time from the storm until every dropped user was back in its room and had received a chat sent after its return (median of the counted runs); reconnect is a user's time from its drop to its return. Lost is the most chats any counted run lost that the server had surely delivered; missed sends are the chats dropped users did not send while away. Leaked is what the server still held after a run, the most over every run of the step."
+	churnIntro  = "Connection churn: each user repeats connect, Access, EnterRoom, one chat, ExitRoom, close. Sequences and sequences per second are medians over the counted runs. Cold is each user's first sequence, warm the later ones (as the RSVP measurements timed a first execution apart from the next), merged from their HDR histograms; cold/warm is the ratio of the p50s. Leaked is what the server still held after a run against before it (connections, goroutines, file descriptors), the most over every run of the step."
 )
 
 // compareVerdict is the outcome of the gate of a comparison ("" without
@@ -116,10 +119,51 @@ func fmtNanos(ns int64) string {
 	return results.FormatNanos(ns)
 }
 
+// group prints n with thousands separators: 141,200.
+func group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// pluralWord is word, or word+"s" unless n is 1.
+func pluralWord(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
 // sig3 prints v with three significant digits (results.Sig3).
 func sig3(v float64) string { return results.Sig3(v) }
 
-func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+// fmtRate prints a rate rounded to a whole number, with thousands
+// separators.
+func fmtRate(v float64) string { return group(int64(math.Round(v))) }
+
+// fmtMedian prints a cell's median: whole, or with its half.
+func fmtMedian(c *Cell) string {
+	if !c.HasScore() {
+		return ""
+	}
+	whole := math.Floor(c.Median)
+	s := group(int64(whole))
+	if frac := c.Median - whole; frac > 0 {
+		s += strings.TrimPrefix(strconv.FormatFloat(frac, 'f', -1, 64), "0")
+	}
+	return s
+}
 
 func fmtCPU(p float64) string {
 	if p < 0 {
@@ -182,9 +226,9 @@ func costCells(row CostRow) []string {
 
 // capacityHeadline is one platform's outcome of the paced test.
 func capacityHeadline(cr CapacityRow) string {
-	s := cr.Platform + ": held " + strconv.FormatInt(cr.Held, 10) + " users"
+	s := cr.Platform + ": held " + group(cr.Held) + " users"
 	if cr.BrokeAt > 0 {
-		s += "; broke at " + strconv.FormatInt(cr.BrokeAt, 10) + " users"
+		s += "; broke at " + group(cr.BrokeAt) + " users"
 		if cr.Reason != "" {
 			s += ": " + cr.Reason
 		}
@@ -194,10 +238,10 @@ func capacityHeadline(cr CapacityRow) string {
 	return s
 }
 
-// stepCell is a step in a table that mixes kinds: "1000 users (churn)"
-// for a churn step, else its stepName.
+// stepCell is a step in a table that mixes kinds: "1,000 users (churn)"
+// for a churn or storm step, else its stepName.
 func stepCell(kind string, step int64) string {
-	if kind == KindChurn {
+	if kind == KindChurn || kind == KindStorm {
 		return stepName(kind, step) + " (churn)"
 	}
 	return stepName(kind, step)
@@ -215,7 +259,7 @@ func churnCells(s ChurnStep) []string {
 	}
 	c50, c99 := times(s.Cold)
 	w50, w99 := times(s.Warm)
-	return []string{strconv.FormatInt(s.Users, 10), strconv.FormatInt(s.Sequences, 10), fmtRate(s.SequencesPerSecond),
+	return []string{group(s.Users), group(s.Sequences), fmtRate(s.SequencesPerSecond),
 		c50, c99, w50, w99, fmtTimes(s.ColdWarm()), leakText(s), churnOutcome(s)}
 }
 
@@ -244,7 +288,7 @@ func leakText(s ChurnStep) string {
 		case *l.v == 1:
 			parts = append(parts, "1 "+l.one)
 		case *l.v > 1:
-			parts = append(parts, strconv.FormatInt(*l.v, 10)+" "+l.other)
+			parts = append(parts, group(*l.v)+" "+l.other)
 		}
 	}
 	switch {
@@ -257,16 +301,7 @@ func leakText(s ChurnStep) string {
 }
 
 // churnOutcome is "ok", "failed" and the footnote letters: "ok (e)".
-func churnOutcome(s ChurnStep) string {
-	o := "ok"
-	if s.Failed {
-		o = "failed"
-	}
-	if len(s.Notes) > 0 {
-		o += " (" + strings.Join(s.Notes, ", ") + ")"
-	}
-	return o
-}
+func churnOutcome(s ChurnStep) string { return stepOutcome(s.Failed, s.Notes) }
 
 // churnHeadline is one platform's outcome of the churn test: whether the
 // server leaked, and which figures it did not expose.
@@ -302,6 +337,115 @@ func churnHeadline(cr ChurnRow) string {
 	return h
 }
 
+// fanoutColumns are the columns of the fan-out table.
+var fanoutColumns = []string{"Platform", "Step", "Broadcasts", "First p50", "First p99", "Last p50", "Last p99", "Spread p50", "Spread p99"}
+
+// fanoutCells is one row of the fan-out table.
+func fanoutCells(row LatencyRow) []string {
+	pp := func(t *Times) (string, string) {
+		if t == nil {
+			return "–", "–"
+		}
+		return fmtNanos(t.P50), fmtNanos(t.P99)
+	}
+	f50, f99 := pp(row.FanoutFirst)
+	l50, l99 := pp(row.FanoutLast)
+	s50, s99 := pp(row.FanoutSpread)
+	n := int64(0)
+	for _, t := range []*Times{row.FanoutFirst, row.FanoutLast, row.FanoutSpread} {
+		if t != nil {
+			n = max(n, t.Count)
+		}
+	}
+	return []string{row.Platform, stepCell(row.Kind, row.Step), group(n), f50, f99, l50, l99, s50, s99}
+}
+
+// fanoutRows are the latency rows that have fan-out figures.
+func (t *LatencyTable) fanoutRows() []LatencyRow {
+	var out []LatencyRow
+	for _, r := range t.Rows {
+		if r.HasFanout() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// stormColumns are the columns of a storm step.
+var stormColumns = []string{"Users", "Dropped", "Back", "Recovered", "Recovery", "Reconnect p50", "Reconnect p99", "Lost", "Missed sends", "Leaked", "Outcome"}
+
+func stormCells(s StormStep) []string {
+	r50, r99 := "–", "–"
+	if s.Reconnect != nil {
+		r50, r99 = fmtNanos(s.Reconnect.P50), fmtNanos(s.Reconnect.P99)
+	}
+	return []string{group(s.Users), group(s.Dropped), group(s.Reconnected), group(s.Recovered), recoveryText(s),
+		r50, r99, group(s.Lost), group(s.MissedSends), leakText(s.leaks()), stepOutcome(s.Failed, s.Notes)}
+}
+
+// recoveryText is "2.95 s", "never", or "2.95 s; never in 1 of 3 runs".
+func recoveryText(s StormStep) string {
+	var t string
+	if s.RecoverySeconds != nil {
+		t = sig3(*s.RecoverySeconds) + " s"
+	}
+	switch {
+	case s.NeverRecovered == 0 && t == "":
+		return "–"
+	case s.NeverRecovered == 0:
+		return t
+	case t == "":
+		return "never"
+	}
+	return t + "; never in " + strconv.Itoa(s.NeverRecovered) + " of " + plural(s.Runs, "run")
+}
+
+// leaks are the step's leak figures as a churn step holds them.
+func (s StormStep) leaks() ChurnStep {
+	return ChurnStep{LeakedConnections: s.LeakedConnections, LeakedGoroutines: s.LeakedGoroutines, LeakedFDs: s.LeakedFDs}
+}
+
+// stormHeadline is one platform's outcome of the storm test.
+func stormHeadline(sr StormRow) string {
+	var parts []string
+	for _, s := range sr.Steps {
+		p := "at " + stepName(KindStorm, s.Users) + " "
+		switch {
+		case s.RecoverySeconds != nil && s.NeverRecovered == 0:
+			p += "recovered in " + sig3(*s.RecoverySeconds) + " s"
+		case s.RecoverySeconds != nil:
+			p += "recovered in " + sig3(*s.RecoverySeconds) + " s, but never in " + strconv.Itoa(s.NeverRecovered) + " of " + plural(s.Runs, "run")
+		case s.Dropped == 0:
+			p += "no user dropped"
+		default:
+			p += "never recovered"
+		}
+		if s.Lost > 0 {
+			p += ", lost up to " + group(s.Lost) + " " + pluralWord(s.Lost, "chat")
+		} else {
+			p += ", lost nothing"
+		}
+		c := s.leaks()
+		if c.Leaked() {
+			p += ", left behind " + leakText(c)
+		}
+		parts = append(parts, p)
+	}
+	return sr.Platform + ": " + strings.Join(parts, "; ")
+}
+
+// stepOutcome is "ok", "failed" and the footnote letters: "ok (e)".
+func stepOutcome(failed bool, notes []string) string {
+	o := "ok"
+	if failed {
+		o = "failed"
+	}
+	if len(notes) > 0 {
+		o += " (" + strings.Join(notes, ", ") + ")"
+	}
+	return o
+}
+
 // envLines are an environment as label/value pairs.
 func envLines(e Environment) [][2]string {
 	client := e.OS
@@ -330,7 +474,7 @@ func envLines(e Environment) [][2]string {
 		limits = append(limits, "GOMAXPROCS "+strconv.Itoa(e.GOMAXPROCS))
 	}
 	if e.OpenFilesSoft > 0 {
-		limits = append(limits, "open files "+strconv.FormatInt(e.OpenFilesSoft, 10)+"/"+strconv.FormatInt(e.OpenFilesHard, 10))
+		limits = append(limits, "open files "+group(e.OpenFilesSoft)+"/"+group(e.OpenFilesHard))
 	}
 	if e.EphemeralPorts != "" {
 		limits = append(limits, "ports "+e.EphemeralPorts)

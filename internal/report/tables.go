@@ -207,24 +207,96 @@ func (b *builder) churn() {
 	}
 }
 
-// leaks are what d says the server kept after a churn run; a figure is
-// nil when the server did not expose it (its after-run count is absent
-// and no leak is recorded), and ok is false when nothing is known.
+// leaks are what d says the server kept after a churn or storm run; a
+// figure is nil when the server did not expose it (its after-run count is
+// absent and no leak is recorded), and ok is false when nothing is known.
 func leaks(d *results.Document) (conns, gors, fds *int64, ok bool) {
-	ch, s := d.Churn, d.Server
-	if ch == nil || s == nil {
+	var l *results.Leaks
+	switch {
+	case d.Churn != nil:
+		l = &d.Churn.Leaks
+	case d.Storm != nil:
+		l = &d.Storm.Leaks
+	}
+	s := d.Server
+	if l == nil || s == nil {
 		return nil, nil, nil, false
 	}
-	if s.OpenConnections > 0 || s.Goroutines > 0 || s.OpenFDs > 0 || ch.LeakedConnections != 0 {
-		conns = &ch.LeakedConnections
+	if s.OpenConnections > 0 || s.Goroutines > 0 || s.OpenFDs > 0 || l.LeakedConnections != 0 {
+		conns = &l.LeakedConnections
 	}
-	if s.Goroutines > 0 || ch.LeakedGoroutines != 0 {
-		gors = &ch.LeakedGoroutines
+	if s.Goroutines > 0 || l.LeakedGoroutines != 0 {
+		gors = &l.LeakedGoroutines
 	}
-	if s.OpenFDs > 0 || ch.LeakedFDs != 0 {
-		fds = &ch.LeakedFDs
+	if s.OpenFDs > 0 || l.LeakedFDs != 0 {
+		fds = &l.LeakedFDs
 	}
 	return conns, gors, fds, conns != nil || gors != nil || fds != nil
+}
+
+// storm builds the reconnect-storm table.
+func (b *builder) storm() {
+	steps := b.steps(KindStorm)
+	if len(steps) == 0 {
+		return
+	}
+	t := &StormTable{}
+	for _, row := range b.rep.Platforms {
+		sr := StormRow{Platform: row}
+		for _, step := range steps {
+			c := b.mainCell(row, KindStorm, step)
+			if c == nil || c.Missing {
+				continue
+			}
+			all := b.docs[cellKey{row, KindStorm, step, c.CPUs}]
+			counted, _ := b.counted(all)
+			ss := StormStep{Users: step, Runs: len(counted), Failed: c.Failed, causes: c.causes}
+			var dropped, back, recovered, attempts, missed, recovery []float64
+			for _, d := range counted {
+				if g := d.Integrity; g != nil {
+					ss.Lost = max(ss.Lost, g.Lost)
+				}
+				st := d.Storm
+				if st == nil {
+					continue
+				}
+				dropped, back = append(dropped, float64(st.Dropped)), append(back, float64(st.Reconnected))
+				recovered, attempts = append(recovered, float64(st.Recovered)), append(attempts, float64(st.Attempts))
+				missed = append(missed, float64(st.MissedSends))
+				switch {
+				case st.Dropped > 0 && st.RecoverySeconds > 0:
+					recovery = append(recovery, st.RecoverySeconds)
+				case st.Dropped > 0:
+					ss.NeverRecovered++
+				}
+			}
+			r := func(xs []float64) int64 { return int64(math.Round(median(xs))) }
+			ss.Dropped, ss.Reconnected, ss.Recovered, ss.Attempts, ss.MissedSends = r(dropped), r(back), r(recovered), r(attempts), r(missed)
+			if len(recovery) > 0 {
+				m := median(recovery)
+				ss.RecoverySeconds = &m
+			}
+			if q, ok := b.percentiles(counted, false, []string{results.LatencyReconnect}); ok {
+				ss.Reconnect = q.times()
+			}
+			for _, d := range all {
+				conns, gors, fds, ok := leaks(d)
+				if !ok {
+					continue
+				}
+				ss.LeakedConnections = maxPtr(ss.LeakedConnections, conns)
+				ss.LeakedGoroutines = maxPtr(ss.LeakedGoroutines, gors)
+				ss.LeakedFDs = maxPtr(ss.LeakedFDs, fds)
+			}
+			sr.Steps = append(sr.Steps, ss)
+		}
+		if len(sr.Steps) > 0 {
+			t.Rows = append(t.Rows, sr)
+		}
+	}
+	if len(t.Rows) > 0 {
+		b.rep.Storm = t
+	}
 }
 
 func maxPtr(cur, v *int64) *int64 {
@@ -275,8 +347,18 @@ func (b *builder) latency() {
 				if !ok {
 					continue
 				}
-				t.Rows = append(t.Rows, LatencyRow{Platform: row, Kind: kind, Step: step, Histogram: q.name,
-					Count: q.count, P50: q.p50, P99: q.p99, P999: q.p999, Max: q.max})
+				lr := LatencyRow{Platform: row, Kind: kind, Step: step, Histogram: q.name,
+					Count: q.count, P50: q.p50, P99: q.p99, P999: q.p999, Max: q.max}
+				for _, f := range []struct {
+					name string
+					to   **Times
+				}{{results.LatencyFanoutFirst, &lr.FanoutFirst}, {results.LatencyFanoutLast, &lr.FanoutLast},
+					{results.LatencyFanoutSpread, &lr.FanoutSpread}} {
+					if q, ok := b.percentiles(counted, kind == KindTurns, []string{f.name}); ok {
+						*f.to = q.times()
+					}
+				}
+				t.Rows = append(t.Rows, lr)
 			}
 		}
 	}
@@ -357,7 +439,7 @@ func (b *builder) compare() error {
 	th := benchmath.DefaultThresholds
 	t := &CompareTable{A: a, B: c, Alpha: th.CompareAlpha, Threshold: b.opt.Threshold}
 	powerless := map[[2]int]bool{}
-	for _, kind := range []string{KindTurns, KindPaced, KindChurn} {
+	for _, kind := range []string{KindTurns, KindPaced, KindChurn, KindStorm} {
 		for _, step := range b.steps(kind) {
 			ca, cb := b.mainCell(a, kind, step), b.mainCell(c, kind, step)
 			if ca == nil || cb == nil {
@@ -484,6 +566,12 @@ var metrics = []metric{
 			return 0, false
 		}
 		return float64(h.P50) / 1e6, true
+	}},
+	{"recovery", "s", KindStorm, false, func(d *results.Document) (float64, bool) {
+		if d.Storm == nil || d.Storm.RecoverySeconds <= 0 {
+			return 0, false
+		}
+		return d.Storm.RecoverySeconds, true
 	}},
 	{"delivery p50", "ms", "", false, func(d *results.Document) (float64, bool) {
 		h := d.Latency[results.LatencyDelivery]
@@ -624,12 +712,13 @@ func shellJoin(argv []string) string {
 	return strings.Join(parts, " ")
 }
 
-// stepName is "1500 connections" or "4000 users" (paced and churn).
+// stepName is "1,500 connections" or "4,000 users" (paced, churn and
+// storm).
 func stepName(kind string, step int64) string {
-	if kind == KindPaced || kind == KindChurn {
-		return strconv.FormatInt(step, 10) + " users"
+	if kind == KindPaced || kind == KindChurn || kind == KindStorm {
+		return group(step) + " users"
 	}
-	return strconv.FormatInt(step, 10) + " connections"
+	return group(step) + " connections"
 }
 
 // footnotes letters the causes in the order the tables cite them and
@@ -703,6 +792,14 @@ func (b *builder) footnotes() {
 			}
 		}
 	}
+	if t := b.rep.Storm; t != nil {
+		for _, r := range t.Rows {
+			for i := range r.Steps {
+				s := &r.Steps[i]
+				s.Notes = cite(s.causes, r.Platform+" at "+stepName(KindStorm, s.Users)+" (storm)")
+			}
+		}
+	}
 	for i, c := range b.causes {
 		var text string
 		switch c.kind {
@@ -714,6 +811,10 @@ func (b *builder) footnotes() {
 			text = "Broke: " + c.example + "."
 		case kindInterrupted:
 			text = "Interrupted before the end of the run."
+		case kindReordered:
+			text = c.example
+		case kindWarning:
+			text = "Warning: " + strings.TrimSuffix(c.example, ".") + "."
 		default:
 			text = fmt.Sprintf("Failed with %q", describe(c.kind))
 			if c.example != "" {

@@ -184,10 +184,7 @@ func (r *Report) renderText(w io.Writer) error {
 			left: map[int]bool{0: true, 1: true, 5: true}, keep: 1}
 		for _, row := range t.Rows {
 			c := row.Cell
-			med := ""
-			if c.HasScore() {
-				med = strconv.FormatFloat(c.Median, 'f', -1, 64)
-			}
+			med := fmtMedian(c)
 			tb.rows = append(tb.rows, []string{row.Platform, c.ResultsText(), c.Text(), med, c.SpreadText()})
 		}
 		// A bar in what is left of the line, if enough is.
@@ -206,7 +203,7 @@ func (r *Report) renderText(w io.Writer) error {
 		fmt.Fprintln(w)
 		tb := &table{head: []string{"Platform"}, left: map[int]bool{0: true}, keep: 1}
 		for _, c := range t.Columns {
-			tb.head = append(tb.head, strconv.FormatInt(c, 10))
+			tb.head = append(tb.head, group(c))
 		}
 		tb.head = append(tb.head, "Limit")
 		for _, row := range t.Rows {
@@ -229,7 +226,7 @@ func (r *Report) renderText(w io.Writer) error {
 			tb.head = append(tb.head, plural(n, "CPU"))
 		}
 		for _, row := range t.Rows {
-			cells := []string{row.Platform, strconv.FormatInt(row.Connections, 10)}
+			cells := []string{row.Platform, group(row.Connections)}
 			for _, pc := range row.Cells {
 				cells = append(cells, pc.Text())
 			}
@@ -248,7 +245,7 @@ func (r *Report) renderText(w io.Writer) error {
 			tb := &table{head: []string{"Users", "Pause", "In msg/s", "Out msg/s", "Server CPU", "p99", "Outcome"},
 				left: map[int]bool{6: true}, keep: 1}
 			for _, s := range cr.Steps {
-				tb.rows = append(tb.rows, []string{strconv.FormatInt(s.Users, 10), fmtPause(s.PauseSeconds),
+				tb.rows = append(tb.rows, []string{group(s.Users), fmtPause(s.PauseSeconds),
 					fmtRate(s.InPerSecond), fmtRate(s.OutPerSecond), fmtCPU(s.ServerCPUPercent), fmtNanos(s.P99),
 					outcome(s)})
 			}
@@ -271,6 +268,21 @@ func (r *Report) renderText(w io.Writer) error {
 		}
 	}
 
+	if t := r.Storm; t != nil {
+		heading(w, "Reconnect storm")
+		para(w, "", stormIntro)
+		for _, sr := range t.Rows {
+			fmt.Fprintln(w)
+			para(w, "", stormHeadline(sr))
+			fmt.Fprintln(w)
+			tb := &table{head: stormColumns, left: map[int]bool{9: true, 10: true}, keep: 1}
+			for _, s := range sr.Steps {
+				tb.rows = append(tb.rows, stormCells(s))
+			}
+			tb.write(w)
+		}
+	}
+
 	if t := r.Latency; t != nil {
 		heading(w, "Latency")
 		para(w, "", latIntro)
@@ -278,10 +290,20 @@ func (r *Report) renderText(w io.Writer) error {
 		tb := &table{head: []string{"Platform", "Step", "Messages", "p50", "p99", "p99.9", "max"},
 			left: map[int]bool{0: true, 1: true}, keep: 2}
 		for _, row := range t.Rows {
-			tb.rows = append(tb.rows, []string{row.Platform, stepCell(row.Kind, row.Step), strconv.FormatInt(row.Count, 10),
+			tb.rows = append(tb.rows, []string{row.Platform, stepCell(row.Kind, row.Step), group(row.Count),
 				fmtNanos(row.P50), fmtNanos(row.P99), fmtNanos(row.P999), fmtNanos(row.Max)})
 		}
 		tb.write(w)
+		if rows := t.fanoutRows(); len(rows) > 0 {
+			fmt.Fprintln(w)
+			para(w, "", fanoutIntro)
+			fmt.Fprintln(w)
+			tb := &table{head: fanoutColumns, left: map[int]bool{0: true, 1: true}, keep: 2}
+			for _, row := range rows {
+				tb.rows = append(tb.rows, fanoutCells(row))
+			}
+			tb.write(w)
+		}
 	}
 
 	if t := r.Cost; t != nil {
