@@ -281,15 +281,16 @@ func attackHugeNames(ctx context.Context, e *env) outcome {
 		enter bool // pass EnterRoom first
 		pkt   func(room string) []byte
 	}
+	const room = "TortureNames"
 	steps := []step{
 		{false, func(string) []byte { return enterPacket(long, "T") }},
-		{false, func(room string) []byte { return enterPacket(room, long) }},
-		{false, func(room string) []byte {
+		{false, func(string) []byte { return enterPacket(room, long) }},
+		{false, func(string) []byte {
 			return mustPacket(&protocol.EnterRoom{Type: protocol.Request, Profile: long, RoomName: room, UserName: "T"})
 		}},
-		{false, func(room string) []byte { return enterPacket(room, longest) }},
-		{true, func(room string) []byte { return chatPacket(room, "T", long) }},
-		{true, func(room string) []byte { return chatPacket(room, "T", longest) }},
+		{false, func(string) []byte { return enterPacket(room, longest) }},
+		{true, func(user string) []byte { return chatPacket(room, user, long) }},
+		{true, func(user string) []byte { return chatPacket(room, user, longest) }},
 	}
 	conns, failed, err := openMany(ctx, len(steps)*3, func(ctx context.Context, i int) (net.Conn, error) {
 		st := steps[i%len(steps)]
@@ -297,9 +298,9 @@ func attackHugeNames(ctx context.Context, e *env) outcome {
 		if err != nil {
 			return nil, err
 		}
-		room := fmt.Sprintf("TortureNames%d", i)
+		user := fmt.Sprintf("T%d", i)
 		if st.enter {
-			if err := c.join(room, "T", e.cfg.Timeout); err != nil {
+			if err := c.join(room, user, e.cfg.Timeout); err != nil {
 				c.close()
 				return nil, err
 			}
@@ -307,7 +308,7 @@ func attackHugeNames(ctx context.Context, e *env) outcome {
 			c.close()
 			return nil, err
 		}
-		if err := c.send(st.pkt(room)); err != nil && !isClosedErr(err) {
+		if err := c.send(st.pkt(user)); err != nil && !isClosedErr(err) {
 			c.close()
 			return nil, err
 		}
@@ -398,7 +399,7 @@ func attackSilent(ctx context.Context, e *env) outcome {
 	start := time.Now()
 	closed := countClosed(ctx, conns, e.cfg.Wait)
 	return outcome{attackers: len(conns), closed: closed, wantClosed: true, problem: problemOf(failed, err),
-		figures: fmt.Sprintf("%d closed in %.0fs", closed, time.Since(start).Seconds())}
+		reasons: []string{"access_timeout"}, figures: fmt.Sprintf("%d closed in %.1fs", closed, time.Since(start).Seconds())}
 }
 
 // attackDrip: connections that send a valid Access one byte per cfg.Drip;
@@ -436,7 +437,8 @@ func attackDrip(ctx context.Context, e *env) outcome {
 	stop()
 	wg.Wait()
 	return outcome{attackers: len(conns), closed: closed, wantClosed: true, problem: problemOf(failed, err),
-		figures: fmt.Sprintf("%d closed in %.0fs after %d bytes", closed, time.Since(start).Seconds(), sent.Load())}
+		reasons: []string{"access_timeout"},
+		figures: fmt.Sprintf("%d closed in %.1fs after %d bytes", closed, time.Since(start).Seconds(), sent.Load())}
 }
 
 // attackNeverReading: rooms of members that never read, shrunk receive
@@ -480,8 +482,11 @@ func attackNeverReading(ctx context.Context, e *env) outcome {
 			deaf = append(deaf, c)
 		}
 	}
+	// Each talker presses until the server has cut off every reader of
+	// its room (the talker sees their ExitRoom indications), for at most
+	// the duration and the wait.
 	text := strings.Repeat("z", 200)
-	tctx, stop := context.WithTimeout(ctx, e.cfg.Duration)
+	tctx, stop := context.WithTimeout(ctx, e.cfg.Duration+e.cfg.Wait)
 	defer stop()
 	var wg sync.WaitGroup
 	var chats atomic.Int64
@@ -490,12 +495,23 @@ func attackNeverReading(ctx context.Context, e *env) outcome {
 		go func() {
 			defer wg.Done()
 			pkt := chatPacket(fmt.Sprintf("TortureDeaf%d", i), "Talker", text)
-			for tctx.Err() == nil {
+			exits := 0
+			for tctx.Err() == nil && exits < readers {
 				if t.send(pkt) != nil {
 					return
 				}
-				if _, err := t.expect(protocol.IDChat, protocol.Confirm, e.cfg.Timeout); err != nil {
-					return
+				_ = t.nc.SetReadDeadline(time.Now().Add(e.cfg.Timeout))
+				for {
+					f, err := t.rd.Next()
+					if err != nil {
+						return
+					}
+					if f.ID == protocol.IDExitRoom && f.Type == protocol.Indication {
+						exits++
+					}
+					if f.ID == protocol.IDChat && f.Type == protocol.Confirm {
+						break
+					}
 				}
 				chats.Add(1)
 			}
@@ -599,7 +615,8 @@ func attackPrivateFlood(ctx context.Context, e *env) outcome {
 		res.figures += ", the asker was closed"
 	}
 	if m, err := e.metrics(ctx); err == nil && m != nil {
-		res.figures += fmt.Sprintf(", server RSS %s MB", mb(int64(m["process_resident_memory_bytes"])))
+		v, _ := m.Get("process_resident_memory_bytes")
+		res.figures += fmt.Sprintf(", server RSS %s MB", mb(int64(v)))
 	}
 	return res
 }
@@ -656,9 +673,9 @@ func attackCardinality(ctx context.Context, e *env) outcome {
 // seriesOf counts the server's own series (the Go runtime's are fixed).
 func seriesOf(m metrics.Samples) int {
 	n := 0
-	for k := range m {
+	for k, ss := range m {
 		if strings.HasPrefix(k, "volanogo_") {
-			n++
+			n += len(ss)
 		}
 	}
 	return n
@@ -816,5 +833,5 @@ func attackWSStall(ctx context.Context, e *env) outcome {
 	start := time.Now()
 	closed := countClosed(ctx, conns, e.cfg.Wait)
 	return outcome{attackers: len(conns), closed: closed, wantClosed: true, problem: problemOf(failed, err),
-		figures: fmt.Sprintf("%d closed in %.0fs", closed, time.Since(start).Seconds())}
+		reasons: []string{"handshake_timeout"}, figures: fmt.Sprintf("%d closed in %.1fs", closed, time.Since(start).Seconds())}
 }

@@ -286,7 +286,7 @@ func runOne(ctx context.Context, e *env, pr *probe, cp *connProbe, a attack) Row
 			n += row.Closes[r]
 		}
 		if n < float64(out.closed) {
-			why = append(why, fmt.Sprintf("closes by %s: %.0f, attackers closed: %d", strings.Join(out.reasons, "/"), n, out.closed))
+			why = append(why, fmt.Sprintf("closes by %s: %.0f, attackers closed: %d (closes: %s)", strings.Join(out.reasons, "/"), n, out.closed, formatCloses(row.Closes)))
 		}
 	}
 	if out.problem != "" {
@@ -314,30 +314,20 @@ func rss(cfg *Config, m metrics.Samples) int64 {
 // closesDelta is the growth of each close and refusal reason.
 func closesDelta(m0, m1 metrics.Samples) map[string]float64 {
 	d := map[string]float64{}
-	for k, v := range m1 {
-		var reason string
-		switch {
-		case strings.HasPrefix(k, "volanogo_connections_closed_total{"):
-			reason = labelValue(k, "reason")
-		case strings.HasPrefix(k, "volanogo_connections_refused_total{"):
-			reason = "refused:" + labelValue(k, "reason")
-		default:
-			continue
-		}
-		if n := v - m0[k]; n > 0 {
-			d[reason] += n
+	for _, k := range []struct{ metric, prefix string }{
+		{"volanogo_connections_closed_total", ""},
+		{"volanogo_connections_refused_total", "refused:"},
+		{"volanogo_requests_refused_total", "refused:"},
+	} {
+		for _, s := range m1[k.metric] {
+			r := s.Labels["reason"]
+			v0, _ := m0.Get(k.metric, "reason", r)
+			if n := s.Value - v0; n > 0 {
+				d[k.prefix+r] += n
+			}
 		}
 	}
 	return d
-}
-
-func labelValue(series, label string) string {
-	_, rest, ok := strings.Cut(series, label+`="`)
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(rest, `"`)
-	return v
 }
 
 func formatCloses(m map[string]float64) string {

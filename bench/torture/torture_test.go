@@ -15,16 +15,19 @@ import (
 )
 
 // TestSmoke runs every attack at a tiny size against an in-process server,
-// so that the suite cannot rot: each attack runs and reports a row, the
-// server lives through all of them, and the attacks that need no timeout
-// of the server to be closed are held.
+// so that the suite cannot rot: each attack runs, reports a row and is
+// held (throughput aside: windows this short measure nothing).
 func TestSmoke(t *testing.T) {
-	s := testutil.StartServer(t, server.Config{WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0"})
+	// The server's deadlines and buffers are shrunk so that the attacks
+	// that wait for them end in a blink.
+	s := testutil.StartServer(t, server.Config{WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
+		AccessTimeout: testutil.Slack(250 * time.Millisecond), HandshakeTimeout: testutil.Slack(250 * time.Millisecond),
+		SendBuffer: 4096, SocketSendBuffer: 4096, MaxRooms: 3})
 	cfg := Config{
 		Target:   s.Addr().String(),
 		WS:       "ws://" + s.WSAddr().String() + "/chat",
 		Metrics:  "http://" + s.MetricsAddr().String() + "/metrics",
-		Duration: 50 * time.Millisecond, Wait: 200 * time.Millisecond, Window: 50 * time.Millisecond,
+		Duration: 50 * time.Millisecond, Wait: testutil.Slack(2 * time.Second), Window: 50 * time.Millisecond,
 		Drip: 20 * time.Millisecond, Conns: 6, Rooms: 6, Privates: 200,
 		Timeout: testutil.Slack(5 * time.Second),
 		// Windows this short measure nothing: only the verdict's other
@@ -38,15 +41,8 @@ func TestSmoke(t *testing.T) {
 	t.Log("\n" + progress.String())
 	require.NoError(t, err)
 	require.Len(t, rows, len(attacks()))
-	closedAtOnce := map[string]bool{"garbage": true, "truncated": true, "unknown-id": true, "huge-counts": true,
-		"huge-names": true, "ws-oversized": true, "ws-text": true, "ws-unmasked": true, "ws-bad-origin": true,
-		"metrics-cardinality": true, "unknown-type": true}
 	for _, r := range rows {
-		assert.NotEqual(t, Failed, r.Verdict, "%s: %s", r.Attack, r.Why)
-		assert.NotEqual(t, Skipped, r.Verdict, r.Attack)
-		if closedAtOnce[r.Attack] {
-			assert.Equal(t, Held, r.Verdict, "%s: %s", r.Attack, r.Why)
-		}
+		assert.Equal(t, Held, r.Verdict, "%s: %s", r.Attack, r.Why)
 	}
 	var table bytes.Buffer
 	WriteTable(&table, rows)
