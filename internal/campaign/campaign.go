@@ -456,6 +456,10 @@ func (c *Config) identify(d *results.Document, spec runSpec, target swarm.Target
 		SLOSeconds:          s.SLO.Seconds(),
 		Bind:                s.Bind,
 		ServerCPUs:          spec.cpus,
+		ClientEngine:        s.Engine,
+	}
+	if d.Config.ClientEngine == "" {
+		d.Config.ClientEngine = swarm.EngineGoroutine
 	}
 	if target.Transport == swarm.TransportWS {
 		d.Config.URL = target.URL

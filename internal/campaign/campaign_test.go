@@ -47,7 +47,7 @@ func TestRunOne(t *testing.T) {
 	assert.Equal(t, cfg.CommandLine, d.CommandLine)
 	assert.NotEmpty(t, d.Environment.GoVersion)
 	assert.Equal(t, results.Config{Scenario: results.ScenarioTurns, Transport: "tcp", Host: "127.0.0.1", Port: cfg.Port,
-		StartRoom: 1, Rooms: 3, Users: 4, Count: 5, ConnectConcurrency: 16, StallTimeoutSeconds: 5, SLOSeconds: 1}, d.Config)
+		StartRoom: 1, Rooms: 3, Users: 4, Count: 5, ConnectConcurrency: 16, StallTimeoutSeconds: 5, SLOSeconds: 1, ClientEngine: "goroutine"}, d.Config)
 	assert.Equal(t, 3, d.Step)
 	assert.Equal(t, 1, d.Run)
 	// What the campaign read of the server.

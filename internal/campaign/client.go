@@ -227,6 +227,7 @@ func runClient(ctx context.Context, cfg *Config, spec runSpec, target swarm.Targ
 	doc.Connections = results.Connections{}
 	cfg.identify(doc, spec, target)
 	doc.Config.ClientCommand = argv
+	doc.Config.ClientEngine = "" // not volanogo's swarm
 	cfg.finish(ctx, doc, probe, before, w)
 	return doc, nil
 }

@@ -68,7 +68,7 @@ func TestLoadFlags(t *testing.T) {
 				assert.Equal(t, campaign.Config{Host: "example.org", Port: 8001, Start: 3, Steps: []int{50},
 					Spec: swarm.Spec{Users: 5, Count: 0, Duration: 5 * time.Second, ConnectRate: 100, ConnectConcurrency: 4,
 						StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"}, SLO: 50 * time.Millisecond,
-						StormShare: 1, StormBackoff: 50 * time.Millisecond, StormBackoffMax: 2 * time.Second},
+						StormShare: 1, StormBackoff: 50 * time.Millisecond, StormBackoffMax: 2 * time.Second, Engine: swarm.EngineGoroutine},
 					Transport: "ws", URL: "ws://h:1/chat", Label: "L", ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2,
 					ClientTimeout: 10 * time.Minute, SplitWhenNeeded: true, CommandLine: c.CommandLine}, c)
 			}},

@@ -156,6 +156,9 @@ type Config struct {
 	// ClientCommand is the external client that made the run (--client-cmd,
 	// the original Mark say) instead of volanogo's swarm.
 	ClientCommand []string `json:"client_command,omitempty"`
+	// ClientEngine is how volanogo's swarm read its sockets: "goroutine"
+	// (one per user) or "epoll" (event loops); empty in older documents.
+	ClientEngine string `json:"client_engine,omitempty"`
 }
 
 // Environment describes a machine. OpenFilesSoft and OpenFilesHard are

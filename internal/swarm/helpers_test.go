@@ -35,6 +35,10 @@ func (c testConfig) spec() Spec {
 	return s
 }
 
+// testEngine is the client engine of the turn-taking runs of the tests
+// (TestEngineEpoll runs them again on the epoll engine).
+var testEngine = EngineGoroutine
+
 func tcpConfig(addr string) testConfig {
 	// volanogo serve keeps each room's order: the project's own tests hold
 	// it to that.
@@ -74,6 +78,10 @@ func run(t *testing.T, cfg testConfig) *results.Document {
 
 func runWith(t *testing.T, ctx context.Context, cfg testConfig, obs Observer) *results.Document {
 	t.Helper()
+	turns := cfg.Pause == 0 && (cfg.Scenario == "" || cfg.Scenario == results.ScenarioTurns)
+	if cfg.Engine == "" && turns && cfg.Transport == TransportTCP {
+		cfg.Engine = testEngine
+	}
 	d, err := Run(ctx, cfg.spec(), cfg.Target, obs)
 	require.NoError(t, err)
 	require.NotNil(t, d)

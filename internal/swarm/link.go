@@ -40,7 +40,27 @@ type link struct {
 	// rbuf, when set (batched reads), holds what one read(2) returned.
 	rbuf       []byte
 	rpos, rend int
+
+	// The epoll engine (evloop_linux.go): evfd is the duplicate descriptor
+	// a loop reads once the net.Conn is closed; evState says who owns it
+	// (under evMu); evClose asks the loop to close it when it lets go.
+	// onLoop is set while a loop's thread runs the user (writes then wait
+	// with poll(2), up to writeTimeout).
+	evMu         sync.Mutex
+	evfd         int
+	evState      int
+	evClose      bool
+	onLoop       bool
+	writeTimeout time.Duration
 }
+
+// States of a link's descriptor under the epoll engine.
+const (
+	evNone     = iota // never left Go's poller
+	evAttached        // a loop reads it
+	evDetached        // the loop let go; the link closes it
+	evClosed
+)
 
 // errWouldBlock is Read's answer in raw mode when the socket has been
 // drained: wait for readiness. It is a timeout for protocol.Reader, which
@@ -165,6 +185,9 @@ func (l *link) write(pkt []byte) error {
 }
 
 func (l *link) setReadDeadline(t time.Time) error {
+	if l.onLoop {
+		return nil
+	}
 	if l.ws != nil {
 		return l.ws.SetReadDeadline(t)
 	}
@@ -172,6 +195,9 @@ func (l *link) setReadDeadline(t time.Time) error {
 }
 
 func (l *link) setWriteDeadline(t time.Time) error {
+	if l.onLoop {
+		return nil
+	}
 	if l.ws != nil {
 		return l.ws.SetWriteDeadline(t)
 	}
@@ -179,6 +205,9 @@ func (l *link) setWriteDeadline(t time.Time) error {
 }
 
 func (l *link) close() error {
+	if taken, err := l.evCloseLink(); taken {
+		return err
+	}
 	if l.ws != nil {
 		return l.ws.Close()
 	}

@@ -84,6 +84,9 @@ func (l *link) rawWrite(pkt []byte) error {
 	if err != nil && err != syscall.EAGAIN && err != syscall.EINTR {
 		return os.NewSyscallError("write", err)
 	}
+	if l.onLoop {
+		return l.loopWrite(pkt[max(n, 0):])
+	}
 	_, err = l.nc.Write(pkt[max(n, 0):])
 	return err
 }
@@ -101,33 +104,43 @@ func (u *user) loop(handle func(protocol.Frame) (bool, error)) error {
 	}
 	err := l.rc.Read(func(fd uintptr) bool {
 		l.fd, l.raw, l.mayRead = int(fd), true, true
-		for {
-			if !l.mayRead && u.rd.Buffered() == 0 && l.rpos == l.rend {
-				// Drained: wait for readiness (no read, no error), for
-				// the bytes up to this user's turn when reads are batched.
-				u.setLowat()
-				return false
-			}
-			f, err := u.rd.Next()
-			if err == errWouldBlock {
-				u.setLowat()
-				return false
-			}
-			if err != nil {
-				result = u.failIO("read", err)
-				return true
-			}
-			if done, err := handle(f); done || err != nil {
-				result = err
-				return true
-			}
+		stop, err := u.pump(handle)
+		if stop {
+			result = err
 		}
+		return stop
 	})
 	l.raw = false
 	if result == nil && err != nil {
 		result = u.failIO("read", err)
 	}
 	return result
+}
+
+// pump reads and handles packets in raw mode until the socket is drained
+// (false: wait for readiness), or until handle says the user is done or
+// fails, or the stream ends (true, with the user's outcome).
+func (u *user) pump(handle func(protocol.Frame) (bool, error)) (bool, error) {
+	l := u.l
+	for {
+		if !l.mayRead && u.rd.Buffered() == 0 && l.rpos == l.rend {
+			// Drained: wait for readiness (no read, no error), for the
+			// bytes up to this user's turn when reads are batched.
+			u.setLowat()
+			return false, nil
+		}
+		f, err := u.rd.Next()
+		if err == errWouldBlock {
+			u.setLowat()
+			return false, nil
+		}
+		if err != nil {
+			return true, u.failIO("read", err)
+		}
+		if done, err := handle(f); done || err != nil {
+			return true, err
+		}
+	}
 }
 
 // setLowat sets the socket's receive low-water mark (SO_RCVLOWAT) to the
@@ -159,6 +172,9 @@ func (r *room) unbatch() {
 			continue
 		}
 		u.batchOff.Store(true)
+		if u.l.evControl(func(fd int) { _ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, 1) }) {
+			continue
+		}
 		_ = u.l.rc.Control(func(fd uintptr) {
 			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, 1)
 		})

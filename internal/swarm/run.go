@@ -236,13 +236,42 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 		return doc, nil
 	}
 
+	var ev *evEngine
+	if spec.Engine == EngineEpoll {
+		if ev, err = newEvEngine(spec.Loops); err != nil {
+			rs.fail(err)
+			rs.abort()
+			rs.enter(obs, PhaseEnded)
+			doc.TimedStart, doc.TimedEnd = setupEnd, setupEnd
+			rs.finish(doc, 0)
+			return doc, nil
+		}
+	}
 	cu0, cs0 := sysinfo.CPUTimes()
 	tcp0 := sysinfo.ReadTCPCounters()
 	var wg sync.WaitGroup
+	// userEnded is what follows a user's timed phase: its figures, and its
+	// connection closed when it left its room as it should.
+	userEnded := func(u *user, err error) {
+		u.flushAll()
+		if u.done.Load() {
+			_ = u.l.close()
+			rs.open.Add(-1)
+			u.r.progress.Add(1)
+			u.r.done.Add(1)
+		}
+		if err != nil && !u.done.Load() && !rs.aborted.Load() {
+			rs.fail(err)
+			rs.abort()
+		}
+	}
 	rng := rand.New(rand.NewPCG(uint64(spec.Seed), uint64(time.Now().UnixNano())))
 	for _, r := range rs.rooms {
 		for _, u := range r.users {
 			wg.Add(1)
+			if ev != nil {
+				continue // the event loops run it (below)
+			}
 			var offset time.Duration
 			if rs.paced {
 				offset = time.Duration(rng.Int64N(int64(spec.Pause)))
@@ -269,19 +298,35 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 				} else {
 					err = u.turns()
 				}
-				u.flushAll()
-				if u.done.Load() {
-					_ = u.l.close()
-					rs.open.Add(-1)
-					r.progress.Add(1)
-					r.done.Add(1)
-				}
-				if err != nil && !u.done.Load() && !rs.aborted.Load() {
-					rs.fail(err)
-					rs.abort()
-				}
+				userEnded(u, err)
 			}()
 		}
+	}
+	if ev != nil {
+		go func() {
+			select {
+			case <-rs.startCh:
+			case <-rs.abortCh:
+				for _, r := range rs.rooms {
+					for range r.users {
+						wg.Done()
+					}
+				}
+				return
+			}
+			for _, r := range rs.rooms {
+				for _, u := range r.users {
+					handle, err := u.beginTurns()
+					if err == nil {
+						err = ev.attach(u, handle, func(err error) { userEnded(u, err); wg.Done() })
+					}
+					if err != nil {
+						userEnded(u, err)
+						wg.Done()
+					}
+				}
+			}
+		}()
 	}
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
@@ -314,6 +359,9 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 	interrupted = rs.watch(ctx, allDone)
 	end := time.Now()
 	<-allDone
+	if ev != nil {
+		ev.close()
+	}
 	cu1, cs1 := sysinfo.CPUTimes()
 	tcp1 := sysinfo.ReadTCPCounters()
 	if !ended {

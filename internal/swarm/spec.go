@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
 	"time"
 
 	"github.com/volanogo/volanogo/internal/results"
@@ -14,6 +15,17 @@ import (
 const (
 	TransportTCP = "tcp"
 	TransportWS  = "ws"
+)
+
+// Engines of the client: how the users' sockets are read in the timed
+// phase.
+const (
+	// EngineGoroutine: a goroutine per user, on Go's poller.
+	EngineGoroutine = "goroutine"
+	// EngineEpoll: a few event loops on their own threads (one per
+	// processor Go may use) run the users' handlers themselves (Linux,
+	// TCP turn-taking).
+	EngineEpoll = "epoll"
 )
 
 // Defaults of Spec, as Mark has them where Mark has the option.
@@ -97,6 +109,13 @@ type Spec struct {
 	// attempt, at most StormBackoffMax) before each attempt.
 	StormAt, StormBackoff, StormBackoffMax time.Duration
 	StormShare                             float64
+
+	// Engine is EngineGoroutine (the default) or EngineEpoll; Loops is the
+	// epoll engine's number of event loops (0: half the processors Go may
+	// use, at least one: the other half is left to the server when both
+	// share the machine, as on loopback).
+	Engine string
+	Loops  int
 }
 
 // Phase is a stage of a run, as an Observer learns of it.
@@ -250,6 +269,27 @@ func (s *Spec) normalize(t Target) error {
 	}
 	if _, err := ParseBind(s.Bind); err != nil {
 		return &ConfigError{Err: err}
+	}
+	switch s.Engine {
+	case "", EngineGoroutine:
+		s.Engine = EngineGoroutine
+	case EngineEpoll:
+		if s.Loops <= 0 {
+			s.Loops = max(1, runtime.GOMAXPROCS(0)/2)
+		}
+		switch {
+		case !evSupported:
+			return cfgErr("engine epoll: only on Linux")
+		case s.Scenario != results.ScenarioTurns:
+			return cfgErr("engine epoll: turn-taking only (the %s scenario runs on goroutines)", s.Scenario)
+		case t.Transport != TransportTCP:
+			return cfgErr("engine epoll: TCP only (WebSocket runs on goroutines)")
+		}
+	default:
+		return cfgErr("engine %q is not goroutine or epoll", s.Engine)
+	}
+	if s.Engine != EngineEpoll && s.Loops != 0 {
+		return cfgErr("loops: only with engine epoll")
 	}
 	switch t.Transport {
 	case TransportTCP:

@@ -27,6 +27,16 @@ import (
 // users count: chats, entries and exits of other users (people, bots or
 // moderators sharing the room) are counted apart.
 func (u *user) turns() error {
+	handle, err := u.beginTurns()
+	if err != nil {
+		return err
+	}
+	return u.loop(handle)
+}
+
+// beginTurns starts the user's timed phase of turn-taking (user 1 sends
+// the room's first chat) and returns its packet handler.
+func (u *user) beginTurns() (func(protocol.Frame) (bool, error), error) {
 	r := u.r
 	rs := r.rs
 	n := int64(len(r.users))
@@ -34,10 +44,10 @@ func (u *user) turns() error {
 	count := int64(rs.spec.Count)
 	if u.num == 1 {
 		if err := u.sendChat(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return u.loop(func(f protocol.Frame) (bool, error) {
+	return func(f protocol.Frame) (bool, error) {
 		u.seen(f)
 		switch f.ID {
 		case protocol.IDChat:
@@ -103,7 +113,7 @@ func (u *user) turns() error {
 			return false, u.other(f)
 		}
 		return false, nil
-	})
+	}, nil
 }
 
 // mayLeave says whether a user other than user 1 leaves now: Mark's

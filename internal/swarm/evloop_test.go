@@ -1,0 +1,131 @@
+//go:build linux
+
+package swarm
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/internal/server"
+)
+
+// TestEngineEpoll runs the turn-taking tests again on the epoll engine:
+// the same counts, integrity verdicts, failures and clean ends.
+func TestEngineEpoll(t *testing.T) {
+	testEngine = EngineEpoll
+	defer func() { testEngine = EngineGoroutine }()
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"TurnTakingCounts", TestTurnTakingCounts},
+		{"DurationTurnTaking", TestDurationTurnTaking},
+		{"ServerClosesMidRun", TestServerClosesMidRun},
+		{"Stall", TestStall},
+		{"Interrupted", TestInterrupted},
+		{"BatchReads", TestBatchReads},
+		{"BatchReadsIntegrityDrop", TestBatchReadsIntegrityDrop},
+		{"IntegrityDrop", TestIntegrityDrop},
+		{"IntegrityDuplicate", TestIntegrityDuplicate},
+		{"IntegrityCorrupt", TestIntegrityCorrupt},
+		{"ReorderedPasses", TestReorderedPasses},
+		{"ReorderedStrictFails", TestReorderedStrictFails},
+		{"OutsideUsers", TestOutsideUsers},
+		{"FanoutDelayedReceiver", TestFanoutDelayedReceiver},
+	} {
+		t.Run(tc.name, tc.f)
+	}
+}
+
+// TestEpollNoGoroutinePerUser: in the timed phase of the epoll engine,
+// the users have no goroutines of their own (the in-process server has
+// one per connection under either engine), and every descriptor the
+// loops took is closed at the end.
+func TestEpollNoGoroutinePerUser(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	fds0 := openFDs(t)
+	during := func(engine string) int {
+		cfg := tcpConfig(s.Addr().String())
+		cfg.Engine = engine
+		cfg.Rooms, cfg.Users, cfg.Count = 5, 20, 0
+		cfg.Duration = time.Hour
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		obs := &startObserver{started: make(chan struct{})}
+		n := make(chan int, 1)
+		go func() {
+			<-obs.started
+			deadline := time.Now().Add(10 * time.Second)
+			for obs.live().Snapshot().Sent < 200 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			n <- runtime.NumGoroutine()
+			cancel()
+		}()
+		d := runWith(t, ctx, cfg, obs)
+		assert.True(t, d.Interrupted)
+		assert.Positive(t, d.Counts.Sent)
+		return <-n
+	}
+	g, e := during(EngineGoroutine), during(EngineEpoll)
+	assert.LessOrEqual(t, e, g-90, "100 users: %d goroutines in all on goroutines, %d on epoll", g, e)
+	assert.Equal(t, fds0, openFDs(t), "descriptors left open")
+}
+
+// TestEpollCompletes: users that leave their rooms as they should are
+// closed by the loops' hand-back, with exact totals.
+func TestEpollCompletes(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	fds0 := openFDs(t)
+	cfg := tcpConfig(s.Addr().String())
+	cfg.Engine, cfg.Loops = EngineEpoll, 3
+	cfg.Rooms, cfg.Users, cfg.Count = 4, 20, 30
+	d := mustPass(t, cfg)
+	assert.Equal(t, int64(4*20*30), d.Counts.Sent)
+	assert.Equal(t, int64(4*20*30*19), d.Counts.Received)
+	assert.Equal(t, fds0, openFDs(t), "descriptors left open")
+}
+
+func TestEngineSpecErrors(t *testing.T) {
+	tcp := Target{Transport: TransportTCP, Addr: "127.0.0.1:1"}
+	ws := Target{Transport: TransportWS, URL: "ws://127.0.0.1:1/chat"}
+	for _, tc := range []struct {
+		spec   Spec
+		target Target
+		want   string
+	}{
+		{Spec{Rooms: []int{1}, Count: 1, Engine: "kqueue"}, tcp, `engine "kqueue" is not goroutine or epoll`},
+		{Spec{Rooms: []int{1}, Count: 1, Engine: EngineEpoll}, ws, "engine epoll: TCP only"},
+		{Spec{Rooms: []int{1}, Count: 1, Engine: EngineEpoll, Pause: time.Second}, tcp, "engine epoll: turn-taking only"},
+		{Spec{Rooms: []int{1}, Count: 1, Loops: 2}, tcp, "loops: only with engine epoll"},
+	} {
+		_, err := Run(context.Background(), tc.spec, tc.target, &observer{})
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, tc.want)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	// The count settles once closes issued by other goroutines are done.
+	var n int
+	for i := 0; i < 50; i++ {
+		ents, err := os.ReadDir("/proc/self/fd")
+		require.NoError(t, err)
+		if len(ents) == n {
+			break
+		}
+		n = len(ents)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n
+}
