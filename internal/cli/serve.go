@@ -31,7 +31,7 @@ type serveOptions struct {
 	sendBuffer, socketSendBuffer    int
 	maxPacket                       int
 	maxPrivate, maxRooms            int
-	roomListMax                     int
+	roomListMax, requestRate        int
 	wsOrigins                       []string
 	logLevel                        string
 }
@@ -55,7 +55,8 @@ deliver its Access within --access-timeout (10s); a client silent for
 --idle-timeout (10m, the original's shipped server.timeout) gets a Ping and is
 closed one more timeout later; at most --max-private private sessions opened
 per connection (32) and --max-rooms dynamic rooms (20000); room lists carry at
-most --room-list-max names (100) and 16 KiB. Closes for bad input, floods and
+most --room-list-max names (100) and 16 KiB; requests other than chats are
+paced to --request-rate (1000 a second) per connection. Closes for bad input, floods and
 limits are logged at warn level, one line per reason per 10 seconds with a
 count.
 
@@ -106,6 +107,7 @@ then exits 0. A second signal ends it at once.`,
 	f.IntVar(&o.maxPacket, "max-packet", 64<<10, "largest incoming packet, in bytes")
 	f.IntVar(&o.maxPrivate, "max-private", server.DefaultMaxPrivate, "most private sessions one connection may have opened and not closed (0: no limit)")
 	f.IntVar(&o.maxRooms, "max-rooms", server.DefaultMaxRooms, "most dynamic rooms; past it an Access is accepted but its room not created (0: no limit)")
+	f.IntVar(&o.requestRate, "request-rate", server.DefaultRequestRate, "requests other than chats one connection may make per second, with a burst of as many; faster ones wait (0: no pacing)")
 	f.IntVar(&o.roomListMax, "room-list-max", server.DefaultRoomListMax, "most room names in an Access or RoomList confirm (which also stops at 16 KiB)")
 	f.StringArrayVar(&o.wsOrigins, "ws-origin", nil, "Origin a browser may open a WebSocket from (repeatable; * allows any; default: same host only)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -138,7 +140,8 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 	for _, v := range []struct {
 		name string
 		v    int
-	}{{"--max-private", o.maxPrivate}, {"--max-rooms", o.maxRooms}, {"--socket-send-buffer", o.socketSendBuffer}, {"--max-connections", o.maxConnections}} {
+	}{{"--max-private", o.maxPrivate}, {"--max-rooms", o.maxRooms}, {"--socket-send-buffer", o.socketSendBuffer}, {"--max-connections", o.maxConnections},
+		{"--request-rate", o.requestRate}} {
 		if v.v < 0 {
 			return &UsageError{Err: fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)}
 		}
@@ -171,7 +174,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		HandshakeTimeout: o.handshakeTimeout, DrainTimeout: o.drainTimeout,
 		SendBuffer: o.sendBuffer, SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: o.maxPacket,
 		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: o.roomListMax,
-		Logger: logger,
+		RequestRate: offIfZero(o.requestRate), Logger: logger,
 	})
 	if err != nil {
 		return &UsageError{Err: err}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -66,10 +67,12 @@ func TestServeStartsAndStops(t *testing.T) {
 		t.Fatal("serve did not stop within 10 s of the signal")
 	}
 	assert.Contains(t, errb.String(), "rooms=3")
-	// the open connection was closed by the server
+	assert.Contains(t, errb.String(), "draining")
+	// the open connection was closed by the server, cleanly (a FIN, not a
+	// reset)
 	_ = nc.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err = nc.Read(make([]byte, 1))
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, io.EOF)
 }
 
 func TestServeBadInput(t *testing.T) {
@@ -82,6 +85,12 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--room-limit", "0"}, 2, "--room-limit must be positive"},
 		{[]string{"serve", "--room-limit", "many"}, 2, "invalid argument"},
 		{[]string{"serve", "--idle-timeout", "5"}, 2, "missing unit"},
+		{[]string{"serve", "--access-timeout=-1s"}, 2, "--access-timeout must not be negative"},
+		{[]string{"serve", "--max-private=-1"}, 2, "--max-private must not be negative"},
+		{[]string{"serve", "--max-rooms=-5"}, 2, "--max-rooms must not be negative"},
+		{[]string{"serve", "--request-rate=-5"}, 2, "--request-rate must not be negative"},
+		{[]string{"serve", "--room-list-max", "0"}, 2, "--room-list-max must be positive"},
+		{[]string{"serve", "--drain-timeout", "0s"}, 2, "--drain-timeout must be positive"},
 		{[]string{"serve", "--bogus"}, 2, "--bogus: illegal argument"},
 		{[]string{"serve", "extra"}, 2, "unknown command"},
 		{[]string{"serve", "--rooms-file", "/nonexistent/rooms.txt"}, 1, "/nonexistent/rooms.txt"},

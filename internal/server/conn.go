@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,14 +46,18 @@ type conn struct {
 	remote string
 
 	// Owned by the reading goroutine.
-	accessed bool
-	guestOf  *room
-	members  []*member          // rooms entered, in order
-	byRoom   map[string]*member // the same by room (modified UTF-8 name); nil until needed
-	scratch  []byte
-	reader   *protocol.Reader
-	strikes  int
-	packets  uint64 // packets read (TCP; for the idle timeout)
+	accessed   bool
+	guestOf    *room
+	members    []*member          // rooms entered, in order
+	byRoom     map[string]*member // the same by room (modified UTF-8 name); nil until needed
+	scratch    []byte
+	reader     *protocol.Reader
+	strikes    int
+	packets    uint64    // packets read (TCP; for the idle timeout)
+	sinceYield int       // packets handled since the goroutine last yielded
+	tokens     float64   // requests (other than chats) it may make now
+	lastReq    time.Time // when tokens was last topped up
+	throttled  int       // times it was slowed down
 
 	// WebSocket: unix nanoseconds of the last packet read (the reader
 	// stores it, the writer's idle check loads it).
@@ -331,7 +336,62 @@ func (c *conn) serve() {
 		}
 		c.packets++
 		c.s.counters.in(f.ID, len(f.Raw))
+		if f.ID != protocol.IDChat {
+			c.throttle()
+		}
 		c.handle(f)
+		c.yieldSometimes()
+	}
+}
+
+// throttle paces one connection's requests other than chats to the
+// request rate, with a burst of one second's worth, by sleeping before
+// reading on: the client is slowed down through TCP's flow control, and
+// nothing is refused or reordered. The original server does the like with
+// its delay.* settings (as shipped, a 1-second pause after each EnterRoom
+// or EnterPrivate). A user enters rooms, lists them and opens sessions a
+// few times a minute; a flood of such requests from one connection would
+// otherwise take a processor.
+func (c *conn) throttle() {
+	rate := float64(c.s.cfg.RequestRate)
+	if rate <= 0 {
+		return
+	}
+	now := time.Now()
+	if c.lastReq.IsZero() {
+		c.tokens = rate
+	} else {
+		c.tokens = min(rate, c.tokens+now.Sub(c.lastReq).Seconds()*rate)
+	}
+	c.lastReq = now
+	if c.tokens >= 1 {
+		c.tokens--
+		return
+	}
+	// Sleep for ten requests' worth at a time, not one: fewer timers.
+	wait := time.Duration((10 - c.tokens) / rate * float64(time.Second))
+	c.throttled++
+	if c.throttled == 1 {
+		c.s.refuseRequest(c, ReasonThrottled)
+	}
+	time.Sleep(wait)
+	c.lastReq = time.Now()
+	c.tokens = 9
+}
+
+// yieldEvery is how many packets a reading goroutine handles before it
+// lets other goroutines run. A client that floods requests never blocks
+// on its socket, and Go preempts a running goroutine only every 10 ms or
+// so: without this, one flooding connection delays every other client
+// on its processor by that much. A client that waits for its replies
+// (every benchmark user) blocks long before.
+const yieldEvery = 32
+
+func (c *conn) yieldSometimes() {
+	c.sinceYield++
+	if c.sinceYield >= yieldEvery {
+		c.sinceYield = 0
+		runtime.Gosched()
 	}
 }
 

@@ -37,6 +37,10 @@ const (
 	// Requests refused, the label of volanogo_requests_refused_total.
 	ReasonMaxRooms   = "max_rooms"   // an Access whose new room would pass --max-rooms
 	ReasonMaxPrivate = "max_private" // an EnterPrivate past --max-private
+	// ReasonThrottled: a connection whose requests (other than chats) came
+	// faster than --request-rate was slowed down (counted once per
+	// connection; nothing is refused).
+	ReasonThrottled = "throttled"
 )
 
 var closeReasons = []string{ReasonEOF, ReasonReadError, ReasonWriteError, ReasonProtocol, ReasonTooLarge,
@@ -101,7 +105,7 @@ func newCounters() *counters {
 	for _, r := range []string{ReasonMaxConns, ReasonOpenFiles} {
 		c.refused[r] = new(atomic.Uint64)
 	}
-	for _, r := range []string{ReasonMaxRooms, ReasonMaxPrivate} {
+	for _, r := range []string{ReasonMaxRooms, ReasonMaxPrivate, ReasonThrottled} {
 		c.requestsRefused[r] = new(atomic.Uint64)
 	}
 	for _, k := range []string{"emfile", "enfile", "other"} {

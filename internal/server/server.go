@@ -103,6 +103,9 @@ const (
 	// which a client that never reads fills before --send-buffer counts a
 	// byte. See bench/server/slow.sh for the measurement behind it.
 	DefaultSocketSendBuffer = 64 << 10
+	// DefaultRequestRate paces one connection's requests other than chats
+	// (per second, with a burst of as many): a user makes a few a minute.
+	DefaultRequestRate = 1000
 	// DefaultDrainTimeout bounds a graceful shutdown.
 	DefaultDrainTimeout = 10 * time.Second
 )
@@ -161,6 +164,10 @@ type Config struct {
 	// RoomListMax is the most room names in an Access or RoomList confirm
 	// (default DefaultRoomListMax); the names also stop at RoomListMaxBytes.
 	RoomListMax int
+	// RequestRate paces each connection's requests other than chats, per
+	// second, with a burst of as many (default DefaultRequestRate; Off: no
+	// pacing).
+	RequestRate int
 	// DrainTimeout bounds Drain (default DefaultDrainTimeout).
 	DrainTimeout time.Duration
 	// LogInterval is the period of the warnings about closed connections:
@@ -202,6 +209,7 @@ func (c *Config) setDefaults() {
 	defaultInt(&c.MaxPrivate, DefaultMaxPrivate)
 	defaultInt(&c.MaxRooms, DefaultMaxRooms)
 	defaultInt(&c.RoomListMax, DefaultRoomListMax)
+	defaultInt(&c.RequestRate, DefaultRequestRate)
 	defaultDuration(&c.AccessTimeout, DefaultAccessTimeout)
 	defaultDuration(&c.IdleTimeout, DefaultIdleTimeout)
 	defaultDuration(&c.HandshakeTimeout, DefaultHandshakeTimeout)
@@ -229,7 +237,7 @@ func (c *Config) check() error {
 	for _, v := range []struct {
 		name string
 		v    int
-	}{{"max private", c.MaxPrivate}, {"max rooms", c.MaxRooms}, {"socket send buffer", c.SocketSendBuffer}} {
+	}{{"max private", c.MaxPrivate}, {"max rooms", c.MaxRooms}, {"socket send buffer", c.SocketSendBuffer}, {"request rate", c.RequestRate}} {
 		if v.v < Off {
 			return fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)
 		}

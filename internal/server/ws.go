@@ -178,6 +178,9 @@ func (c *conn) serveWS() {
 			return
 		}
 		c.s.counters.in(p.PacketID(), len(msg))
+		if p.PacketID() != protocol.IDChat {
+			c.throttle()
+		}
 		if p.PacketID() == protocol.IDChat && c.accessed {
 			c.handleChat(msg[6:])
 		} else {
@@ -187,6 +190,7 @@ func (c *conn) serveWS() {
 			c.accessedWS.Store(true)
 			_ = c.ws.SetReadDeadline(time.Now().Add(wsPongWait))
 		}
+		c.yieldSometimes()
 	}
 }
 
