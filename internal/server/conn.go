@@ -364,19 +364,20 @@ func (c *conn) throttle() {
 		c.tokens = min(rate, c.tokens+now.Sub(c.lastReq).Seconds()*rate)
 	}
 	c.lastReq = now
-	if c.tokens >= 1 {
-		c.tokens--
-		return
+	if c.tokens < 1 {
+		c.throttled++
+		if c.throttled == 1 {
+			c.s.refuseRequest(c, ReasonThrottled)
+		}
+		// Sleep for ten requests' worth at a time, not one: fewer timers.
+		// What the sleep overshoots is credited, so the rate holds on a
+		// busy machine.
+		time.Sleep(time.Duration((10 - c.tokens) / rate * float64(time.Second)))
+		after := time.Now()
+		c.tokens = min(rate, c.tokens+after.Sub(now).Seconds()*rate)
+		c.lastReq = after
 	}
-	// Sleep for ten requests' worth at a time, not one: fewer timers.
-	wait := time.Duration((10 - c.tokens) / rate * float64(time.Second))
-	c.throttled++
-	if c.throttled == 1 {
-		c.s.refuseRequest(c, ReasonThrottled)
-	}
-	time.Sleep(wait)
-	c.lastReq = time.Now()
-	c.tokens = 9
+	c.tokens--
 }
 
 // yieldEvery is how many packets a reading goroutine handles before it

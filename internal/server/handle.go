@@ -17,6 +17,11 @@ func (c *conn) handle(f protocol.Frame) {
 		c.handleChat(f.Body)
 		return
 	}
+	if f.ID == protocol.IDEnterPrivate && c.accessed && c.privateFull() {
+		// refused before decoding: a flood of them allocates nothing
+		c.s.refuseRequest(c, ReasonMaxPrivate)
+		return
+	}
 	p, err := f.Decode()
 	if err != nil {
 		c.closeFor(ReasonProtocol, err)
@@ -399,14 +404,9 @@ func (s *Server) enterPrivate(c *conn, p *protocol.EnterPrivate) {
 		return
 	}
 	defer m.r.mu.Unlock()
-	if max := s.cfg.MaxPrivate; max > 0 {
-		c.pmu.Lock()
-		full := c.opened >= max
-		c.pmu.Unlock()
-		if full {
-			s.refuseRequest(c, ReasonMaxPrivate)
-			return
-		}
+	if c.privateFull() {
+		s.refuseRequest(c, ReasonMaxPrivate)
+		return
 	}
 	sess := &private{a: c, b: t.c, aName: m.name, bName: t.name}
 	s.privMu.Lock()
@@ -430,6 +430,18 @@ func (s *Server) enterPrivate(c *conn, p *protocol.EnterPrivate) {
 			s.counters.out(protocol.IDEnterPrivate, 1, len(b))
 		}
 	}
+}
+
+// privateFull tells whether c has opened as many private sessions as it
+// may.
+func (c *conn) privateFull() bool {
+	max := c.s.cfg.MaxPrivate
+	if max <= 0 {
+		return false
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	return c.opened >= max
 }
 
 // newPrivateIDLocked is a positive id no live session has; s.privMu must

@@ -390,7 +390,9 @@ func privflood() error {
 	}
 	t0 := time.Now()
 	for sent := 0; sent < *n; sent += 1000 {
-		_ = att.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		// the server paces the requests, and a slow reader's receive
+		// window opens in large steps: a write may wait minutes
+		_ = att.c.SetWriteDeadline(time.Now().Add(30 * time.Minute))
 		if _, err := att.c.Write(batch); err != nil {
 			return fmt.Errorf("after %d requests: %w", sent, err)
 		}
