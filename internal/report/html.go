@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 //go:embed report.html.tmpl
@@ -50,7 +51,10 @@ type svgTick struct {
 type svgBar struct {
 	Label, Value, Title string
 	Y, W, ValueX        float64
-	Failed              bool
+	// Inside puts the value inside the end of its bar (white, anchored
+	// at its end) when it would pass the chart's right edge.
+	Inside bool
+	Failed bool
 	// NoScore: no bar, the cell's text in grey (runs under one second).
 	NoScore bool
 }
@@ -65,6 +69,10 @@ type barChart struct {
 type svgDot struct {
 	X, Y  float64
 	Title string
+	// Anchor is the text-anchor of Label ("end" or "start").
+	Anchor string
+	// LabelY is where Label's line is (its baseline is 8 above it).
+	LabelY float64
 	// Label is printed beside a failure mark (its footnote letters).
 	Label string
 }
@@ -93,7 +101,18 @@ type lineChart struct {
 }
 
 func (c *lineChart) Bottom() float64 { return c.Top + c.PlotH }
-func (c *lineChart) Right() float64  { return c.Left + c.PlotW }
+
+// fitLegend makes the chart tall enough for every legend entry.
+func (c *lineChart) fitLegend() *lineChart {
+	if c == nil {
+		return nil
+	}
+	for _, s := range c.Series {
+		c.Height = max(c.Height, s.LegendY+10)
+	}
+	return c
+}
+func (c *lineChart) Right() float64 { return c.Left + c.PlotW }
 
 // niceCeil rounds v up to 1, 2 or 5 × a power of ten.
 func niceCeil(v float64) float64 {
@@ -129,12 +148,15 @@ func (r *Report) fastChart() *barChart {
 	scale := niceCeil(float64(top))
 	c := &barChart{Width: 760, Left: 190, PlotW: 500, BarH: 22}
 	for i, row := range t.Rows {
-		b := svgBar{Label: ellipsis(row.Platform, 26), Value: row.Cell.Text(), Y: 10 + float64(i)*(c.BarH+8), Failed: row.Cell.Failed, NoScore: row.Cell.NoScore,
+		b := svgBar{Label: fitLabel(row.Platform, c.Left-12), Value: row.Cell.Text(), Y: 10 + float64(i)*(c.BarH+8), Failed: row.Cell.Failed, NoScore: row.Cell.NoScore,
 			Title: row.Platform + ": " + row.Cell.ResultsText()}
 		if row.Cell.HasScore() {
 			b.W = c.PlotW * float64(row.Cell.Score) / scale
 		}
 		b.ValueX = c.Left + b.W + 6
+		if b.ValueX+labelWidth(b.Value) > c.Width-4 {
+			b.Inside, b.ValueX = true, c.Left+b.W-6
+		}
 		c.Bars = append(c.Bars, b)
 	}
 	c.Height = 10 + float64(len(t.Rows))*(c.BarH+8) + 26
@@ -165,21 +187,32 @@ func (r *Report) scaleChart() *lineChart {
 	ymax := niceCeil(float64(top))
 	xp := func(x float64) float64 { return c.Left + c.PlotW*(x-x0)/(x1-x0) }
 	yp := func(y float64) float64 { return c.Top + c.PlotH*(1-y/ymax) }
-	last := math.Inf(-1)
 	for _, col := range t.Columns {
-		tk := svgTick{Pos: xp(float64(col)), Label: group(col)}
-		if tk.Pos-last < 36 {
-			tk.Label = "" // too close to the previous label
-		} else {
-			last = tk.Pos
-		}
-		c.XTicks = append(c.XTicks, tk)
+		c.XTicks = append(c.XTicks, svgTick{Pos: xp(float64(col)), Label: group(col)})
 	}
+	c.XTicks = spaceXTicks(c.XTicks)
 	for _, v := range linTicks(ymax, 5) {
 		c.YTicks = append(c.YTicks, svgTick{Pos: yp(v), Label: group(int64(math.Round(v)))})
 	}
+	// Letters beside marks at the same place stack upwards, a line each.
+	type box struct{ l, r, y float64 }
+	var placed []box
+	letterY := func(x float64, label string) float64 {
+		l, r := x+8, x+8+labelWidth(label)
+		y := yp(0)
+		for again := true; again; {
+			again = false
+			for _, p := range placed {
+				if l < p.r+2 && p.l < r+2 && math.Abs(p.y-y) < 14 {
+					y, again = p.y-14, true
+				}
+			}
+		}
+		placed = append(placed, box{l, r, y})
+		return y
+	}
 	for i, row := range t.Rows {
-		s := svgSeries{Name: ellipsis(row.Platform, 28), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		s := svgSeries{Name: fitLabel(row.Platform, c.Width-c.LegendX-24), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
 		var line []string
 		flush := func() {
 			if len(line) > 1 {
@@ -198,11 +231,11 @@ func (r *Report) scaleChart() *lineChart {
 				// Runs, but no score (under one second): a hollow mark on
 				// the axis with its letters, never a point at 0.
 				flush()
-				s.Hollow = append(s.Hollow, svgDot{X: x, Y: yp(0), Label: strings.Join(cell.Notes, ""),
+				s.Hollow = append(s.Hollow, svgDot{X: x, Y: yp(0), LabelY: letterY(x, strings.Join(cell.Notes, "")), Label: strings.Join(cell.Notes, ""),
 					Title: row.Platform + " at " + stepName(KindTurns, cell.Step) + ": " + cell.Text() + " (no score)"})
 			case cell.Failed:
 				flush()
-				s.Fails = append(s.Fails, svgDot{X: x, Y: yp(0), Label: strings.Join(cell.Notes, ""),
+				s.Fails = append(s.Fails, svgDot{X: x, Y: yp(0), LabelY: letterY(x, strings.Join(cell.Notes, "")), Label: strings.Join(cell.Notes, ""),
 					Title: row.Platform + " at " + stepName(KindTurns, cell.Step) + ": " + cell.Text()})
 			default:
 				y := yp(float64(cell.Score))
@@ -448,19 +481,13 @@ func capacityChart(cr CapacityRow) *capChart {
 	steps := cr.Steps
 	x0, x1 := float64(steps[0].Users), float64(steps[len(steps)-1].Users)
 	xp := func(x float64) float64 { return c.Left + c.PlotW*(x-x0)/(x1-x0) }
-	last := math.Inf(-1)
 	for _, s := range steps {
-		tk := svgTick{Pos: xp(float64(s.Users)), Label: group(s.Users)}
-		if tk.Pos-last < 44 {
-			tk.Label = ""
-		} else {
-			last = tk.Pos
-		}
-		c.XTicks = append(c.XTicks, tk)
+		c.XTicks = append(c.XTicks, svgTick{Pos: xp(float64(s.Users)), Label: group(s.Users)})
 	}
+	c.XTicks = spaceXTicks(c.XTicks)
 	at := func(s CapacityStep) string { return cr.Platform + " at " + stepName(KindPaced, s.Users) + ": " }
 	series := func(name, color string, legendY float64, pts []float64, yp func(float64) float64, title func(CapacityStep, float64) string) svgSeries {
-		sr := svgSeries{Name: name, Color: color, LegendY: legendY}
+		sr := svgSeries{Name: fitLabel(name, c.Width-c.LegendX-24), Color: color, LegendY: legendY}
 		var line []string
 		for i, v := range pts {
 			if v < 0 || (v == 0 && math.IsInf(yp(0), 0)) {
@@ -510,7 +537,7 @@ func capacityChart(cr CapacityRow) *capChart {
 		for _, v := range linTicks(cpuTop, 2) {
 			p.YTicks = append(p.YTicks, svgTick{Pos: yp(v), Label: strconv.FormatFloat(v, 'f', -1, 64) + "%"})
 		}
-		p.Series = append(p.Series, series("server CPU (100% = 1 processor)", palette[2], p.Top+10, cpu, yp,
+		p.Series = append(p.Series, series("server CPU (100% = 1 CPU)", palette[2], p.Top+10, cpu, yp,
 			func(s CapacityStep, v float64) string { return at(s) + "server CPU " + fmtCPU(v) }))
 		c.Panels = append(c.Panels, p)
 		top = p.Bottom() + 26
@@ -549,7 +576,7 @@ func capacityChart(cr CapacityRow) *capChart {
 				if len(s.Notes) > 0 {
 					label += " (" + strings.Join(s.Notes, ", ") + ")"
 				}
-				c.Broken = &svgDot{X: xp(float64(s.Users)), Y: c.Panels[0].Top - 8, Label: label,
+				c.Broken = &svgDot{X: xp(float64(s.Users)), Y: c.Panels[0].Top - 8, Label: label, Anchor: "end",
 					Title: at(s) + "broke" + func() string {
 						if s.Reason != "" {
 							return ": " + s.Reason
@@ -557,6 +584,9 @@ func capacityChart(cr CapacityRow) *capChart {
 						return ""
 					}()}
 			}
+		}
+		if b := c.Broken; b != nil && b.X-labelWidth(b.Label) < 4 {
+			b.Anchor = "start"
 		}
 		c.BrokenTop, c.BrokenBottom = c.Panels[0].Top, c.Bottom()
 	}
@@ -595,7 +625,7 @@ func (r *Report) renderHTML(w io.Writer) error {
 	d := htmlData{Report: r, Rule: r.ruleText(), FastIntro: fastIntro, ScaleIntro: scaleIntro, ClientNote: clientNote,
 		LatIntro: latIntro, CostIntro: costIntro, CostColumns: costColumns, CapIntro: capIntro, ProcIntro: procIntro, ChurnIntro: churnIntro, ChurnColumns: churnColumns,
 		CapCharts: r.capacityCharts(), StormIntro: stormIntro, StormColumns: stormColumns, FanoutIntro: fanoutIntro, FanoutCols: fanoutColumns,
-		FastChart: r.fastChart(), ScaleChart: r.scaleChart(), LatChart: r.latencyChart(), P99Chart: r.p99Chart()}
+		FastChart: r.fastChart(), ScaleChart: r.scaleChart().fitLegend(), LatChart: r.latencyChart().fitLegend(), P99Chart: r.p99Chart().fitLegend()}
 	if r.Latency != nil {
 		d.FanoutRows = r.Latency.fanoutRows()
 	}
@@ -609,6 +639,43 @@ func (r *Report) renderHTML(w io.Writer) error {
 		}
 	}
 	return htmlTemplate.Execute(w, d)
+}
+
+// Chart text is 12px; charWidth is the widest average advance of a
+// character of the fonts the charts ask for (Helvetica, Arial), with a
+// margin, so that labels placed by labelWidth never touch.
+const charWidth = 12 * 0.62
+
+// labelWidth is the width a chart label takes.
+func labelWidth(s string) float64 { return float64(utf8.RuneCountInString(s)) * charWidth }
+
+// fitLabel shortens s with an ellipsis to fit w pixels.
+func fitLabel(s string, w float64) string { return ellipsis(s, max(int(w/charWidth), 4)) }
+
+// spaceXTicks blanks the labels of x ticks that would touch a label
+// shown (the ticks themselves stay). The last is always shown, the
+// largest step being the one a reader looks for; then from the left.
+func spaceXTicks(ts []svgTick) []svgTick {
+	const gap = 8
+	if len(ts) == 0 {
+		return ts
+	}
+	box := func(i int) (float64, float64) {
+		w := labelWidth(ts[i].Label)
+		return ts[i].Pos - w/2, ts[i].Pos + w/2
+	}
+	n := len(ts) - 1
+	lastL, _ := box(n)
+	right := math.Inf(-1)
+	for i := 0; i < n; i++ {
+		l, r := box(i)
+		if l >= right+gap && r+gap <= lastL {
+			right = r
+			continue
+		}
+		ts[i].Label = ""
+	}
+	return ts
 }
 
 // ellipsis shortens s to n runes for a chart label.
