@@ -160,3 +160,18 @@ func TestStormTable(t *testing.T) {
 	csv := string(render(t, r, "csv"))
 	assert.Contains(t, csv, "storm,java17-volano,2000,leaked fds,6")
 }
+
+// TestCompareStorm: two platforms' storms are compared by their time to
+// recovery, among the other metrics.
+func TestCompareStorm(t *testing.T) {
+	r, err := Build(readFixtures(t, "storm"), Options{Discard: 1, Compare: [2]string{"go1.26-linux", "java17-volano"}})
+	require.NoError(t, err)
+	var got []string
+	for _, row := range r.Compare.Rows {
+		assert.Equal(t, KindStorm, row.Kind)
+		got = append(got, row.Metric)
+	}
+	assert.Contains(t, got, "recovery")
+	text := string(render(t, r, "text"))
+	assert.Contains(t, text, "2,000 users (storm)  recovery (s)")
+}

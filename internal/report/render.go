@@ -242,7 +242,7 @@ func capacityHeadline(cr CapacityRow) string {
 // for a churn or storm step, else its stepName.
 func stepCell(kind string, step int64) string {
 	if kind == KindChurn || kind == KindStorm {
-		return stepName(kind, step) + " (churn)"
+		return stepName(kind, step) + " (" + kind + ")"
 	}
 	return stepName(kind, step)
 }
