@@ -152,7 +152,7 @@ func closedByPeer(nc net.Conn, wait time.Duration) bool {
 
 // isClosedErr tells a closed or reset connection from a timeout.
 func isClosedErr(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, net.ErrClosed)
 }
 

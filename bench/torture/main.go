@@ -43,6 +43,11 @@ import (
 	"github.com/volanogo/volanogo/internal/handshake"
 )
 
+// maxConns bounds --conns and --rooms: the attacker is one process, and
+// the open-files hard limit here is 20,000 per process (the Go runtime
+// lifts the soft limit to it).
+const maxConns = 18000
+
 // serveEnv makes this program `volanogo serve` (for --serve): the server
 // is built from the same module as the suite.
 const serveEnv = "VOLANOGO_TORTURE_SERVE"
@@ -121,6 +126,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if _, err := selectAttacks(cfg.Only); err != nil {
 			return usage(err.Error())
 		}
+	}
+	if cfg.Conns > maxConns || cfg.Rooms > maxConns {
+		return usage(fmt.Sprintf("--conns and --rooms go up to %d: one process holds them all, under its open-files limit", maxConns))
 	}
 	if cfg.Duration <= 0 || cfg.Wait <= 0 || cfg.Window <= 0 || cfg.Drip <= 0 || cfg.Conns <= 0 || cfg.Rooms <= 0 ||
 		cfg.Privates <= 0 || cfg.ProbeUsers < 2 || cfg.ProbeRate <= 0 || cfg.Tolerance <= 0 || cfg.Tolerance >= 1 {

@@ -61,6 +61,7 @@ func TestFlags(t *testing.T) {
 		{"--target", "a:1", "--tolerance", "1"},
 		{"--bogus"},
 		{"--target", "a:1", "extra"},
+		{"--target", "a:1", "--conns", "19000"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &out, &errOut), "%v", args)
