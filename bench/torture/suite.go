@@ -267,11 +267,12 @@ func runOne(ctx context.Context, e *env, pr *probe, cp *connProbe, a attack) Row
 	default:
 		row.Verdict = Held
 	}
+	// A window under half a second measures nothing (the smoke test's).
 	floor := (1 - cfg.Tolerance) * row.Before.Rate()
 	if row.During.Rate() < floor && row.During.Seconds >= 0.5 {
 		why = append(why, fmt.Sprintf("throughput during %.0f/s < %.0f%% of before", row.During.Rate(), 100*(1-cfg.Tolerance)))
 	}
-	if row.After.Rate() < floor {
+	if row.After.Rate() < floor && row.After.Seconds >= 0.5 {
 		why = append(why, fmt.Sprintf("throughput after %.0f/s < %.0f%% of before", row.After.Rate(), 100*(1-cfg.Tolerance)))
 	}
 	if row.Unserved > 0 {

@@ -21,13 +21,13 @@ func TestSmoke(t *testing.T) {
 	// The server's deadlines and buffers are shrunk so that the attacks
 	// that wait for them end in a blink.
 	s := testutil.StartServer(t, server.Config{WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
-		AccessTimeout: testutil.Slack(250 * time.Millisecond), HandshakeTimeout: testutil.Slack(250 * time.Millisecond),
+		AccessTimeout: testutil.Slack(time.Second), HandshakeTimeout: testutil.Slack(time.Second),
 		SendBuffer: 4096, SocketSendBuffer: 4096, MaxRooms: 3})
 	cfg := Config{
 		Target:   s.Addr().String(),
 		WS:       "ws://" + s.WSAddr().String() + "/chat",
 		Metrics:  "http://" + s.MetricsAddr().String() + "/metrics",
-		Duration: 50 * time.Millisecond, Wait: testutil.Slack(2 * time.Second), Window: 50 * time.Millisecond,
+		Duration: 50 * time.Millisecond, Wait: testutil.Slack(5 * time.Second), Window: 50 * time.Millisecond,
 		Drip: 20 * time.Millisecond, Conns: 6, Rooms: 6, Privates: 200,
 		Timeout: testutil.Slack(5 * time.Second),
 		// Windows this short measure nothing: only the verdict's other
