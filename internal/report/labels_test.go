@@ -167,3 +167,20 @@ func TestHTMLIsResponsive(t *testing.T) {
 	assert.Equal(t, tables, strings.Count(html, `<div class="scroll"><table>`), "every table in a scrolling container")
 	assert.Equal(t, tables, strings.Count(html, `</table></div>`))
 }
+
+// TestThousandsSeparators: figures in text, markdown and HTML are grouped
+// by thousands (before, "141200").
+func TestThousandsSeparators(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 141200: "141,200",
+		1234567: "1,234,567", -1500: "-1,500", -999: "-999"} {
+		assert.Equal(t, want, group(n), "%d", n)
+	}
+	assert.Equal(t, "1,898.5", fmtMedian(&Cell{Score: 1899, Median: 1898.5}))
+	assert.Equal(t, "141,200", fmtMedian(&Cell{Score: 141200, Median: 141200}))
+	assert.Equal(t, "12,346", fmtRate(12345.6))
+	c := &Cell{Score: 141200, Notes: []string{"a"}, ClientBound: true}
+	assert.Equal(t, "141,200a*", c.Text())
+	assert.Equal(t, "141200a*", c.RawText(), "CSV keeps plain numbers")
+	assert.Equal(t, "≥ 2,100", Limit{Connections: 2100, Ended: "passed"}.Text())
+	assert.Equal(t, "10,500 connections", stepName(KindTurns, 10500))
+}
