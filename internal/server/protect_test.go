@@ -361,7 +361,7 @@ func TestHealthAndReady(t *testing.T) {
 // TestDrain: a graceful stop under load lets every queued packet out,
 // closes with a FIN rather than a reset, and refuses new connections.
 func TestDrain(t *testing.T) {
-	s, err := New(Config{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0", DrainTimeout: 5 * time.Second})
+	s, err := New(Config{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DrainTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
 	a := dial(t, s)
@@ -397,6 +397,13 @@ func TestDrain(t *testing.T) {
 		}
 	}
 	assert.Equal(t, chats, got)
+	// while it drains, /readyz says so
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + s.MetricsAddr().String() + "/readyz")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Contains(t, string(body), "draining")
 	_ = w.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, _, err = w.ws.ReadMessage()
 	assert.True(t, websocket.IsCloseError(err, websocket.CloseGoingAway), "%v", err)

@@ -295,6 +295,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 	closing   bool
 	listeners []net.Listener
+	metricsLn net.Listener // among listeners; kept open by a drain
 	httpSrvs  []*http.Server
 
 	nextPriv atomic.Int32
@@ -385,6 +386,9 @@ func (s *Server) Start() error {
 		})
 		mux.HandleFunc("/readyz", s.serveReady)
 		s.serveHTTP(ln, mux)
+		s.mu.Lock()
+		s.metricsLn = ln // open until Shutdown, so that /readyz can say "draining"
+		s.mu.Unlock()
 	}
 	return nil
 }
@@ -394,7 +398,7 @@ func (s *Server) Start() error {
 // reason says what is missing.
 func (s *Server) Ready() (bool, string) {
 	s.mu.Lock()
-	closing, listening := s.closing, len(s.listeners) > 0
+	closing, listening := s.closing, len(s.listeners) > 0 && !(len(s.listeners) == 1 && s.metricsLn != nil)
 	s.mu.Unlock()
 	switch {
 	case s.draining.Load() || closing:
@@ -453,7 +457,7 @@ func (s *Server) MetricsAddr() net.Addr { return s.metrAddr }
 // sooner; connections still open then are closed at once.
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
-	s.closeListeners()
+	s.closeChatListeners()
 	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
@@ -518,6 +522,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("shutdown: %w", ctx.Err())
+	}
+}
+
+// closeChatListeners closes the chat and WebSocket listeners, leaving the
+// metrics listener open.
+func (s *Server) closeChatListeners() {
+	s.mu.Lock()
+	var lns []net.Listener
+	keep := s.listeners[:0:0]
+	for _, ln := range s.listeners {
+		if ln == s.metricsLn {
+			keep = append(keep, ln)
+		} else {
+			lns = append(lns, ln)
+		}
+	}
+	s.listeners = keep
+	s.mu.Unlock()
+	for _, ln := range lns {
+		_ = ln.Close()
 	}
 }
 

@@ -487,7 +487,7 @@ func slow() error {
 	defer a.c.Close()
 	defer b.c.Close()
 	stop := make(chan struct{})
-	var cut atomic.Int64
+	var cut, chats, absorbed atomic.Int64
 	var wg sync.WaitGroup
 	for i := range *sleepers {
 		wg.Add(1)
@@ -506,6 +506,7 @@ func slow() error {
 				_ = u.c.(*net.TCPConn).SetReadBuffer(4096)
 				_ = u.send(access(room))
 				_ = u.send(&protocol.EnterRoom{Type: protocol.Request, RoomName: room, UserName: "s" + strconv.Itoa(i) + "_" + strconv.Itoa(k), Profile: "p"})
+				joined := chats.Load()
 				// never read; wait until the server cuts it off (a write
 				// then fails) or the run ends
 				for {
@@ -518,6 +519,7 @@ func slow() error {
 					_ = u.c.SetWriteDeadline(time.Now().Add(time.Second))
 					if _, err := u.c.Write(encode(&protocol.Ping{Type: protocol.Response})); err != nil {
 						cut.Add(1)
+						absorbed.Add(chats.Load() - joined)
 						u.c.Close()
 						break
 					}
@@ -558,10 +560,17 @@ func slow() error {
 			return err
 		}
 		msgs += 2
+		chats.Add(2)
 	}
 	el := time.Since(t0)
 	close(stop)
 	wg.Wait()
-	fmt.Printf("room_chats=%d room_chats_per_s=%.0f sleepers_cut_off=%d\n", msgs, float64(msgs)/el.Seconds(), cut.Load())
+	ind := len(encode(&protocol.Chat{Type: protocol.Indication, RoomName: room, UserName: "a", Text: text}))
+	perSleeper := int64(0)
+	if c := cut.Load(); c > 0 {
+		perSleeper = absorbed.Load() * int64(ind) / c
+	}
+	fmt.Printf("room_chats=%d room_chats_per_s=%.0f sleepers_cut_off=%d bytes_sent_to_a_sleeper_before_cut_off=%d\n",
+		msgs, float64(msgs)/el.Seconds(), cut.Load(), perSleeper)
 	return nil
 }
