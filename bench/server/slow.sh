@@ -1,8 +1,10 @@
 #!/bin/sh
 # slow.sh: a room of two users taking turns for DURATION while SLEEPERS
-# clients in the same room never read (each replaced when the server cuts
-# it off), against a run without sleepers; the server's RSS is sampled
-# every second of the run with sleepers. Run it with SOCKBUF=0 to let the
+# clients in the same room never read (each closes after 2 s and another
+# takes its place; the server cuts each off well before), against a run
+# without sleepers; the server's RSS is sampled every second of the run
+# with sleepers, and its warn lines say how many bytes the kernel took for
+# a sleeper before it was cut off. Run it with SOCKBUF=0 to let the
 # kernel autotune each connection's send buffer instead of the default
 # --socket-send-buffer.
 #
@@ -28,4 +30,5 @@ echo "with $SLEEPERS sleepers: $(grep room_ "$OUT/slow")"
 echo "RSS samples (KiB):$samples"
 echo "$samples" | tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "RSS min %d, median %d, max %d KiB: %+.1f%% / %+.1f%% of the median\n", a[1], m, a[NR], (a[1]-m)*100/m, (a[NR]-m)*100/m}'
 echo "slow_consumer closes: $(metric 'volanogo_connections_closed_total{reason="slow_consumer"}')"
+grep -o 'reason=slow_consumer count=[0-9]* .*last_error="[^"]*"' "$OUT/serve.log" | sed 's/last_remote=[^ ]* //'
 echo "$(load)"

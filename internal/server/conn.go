@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -34,6 +35,7 @@ type conn struct {
 	lingering string // close with this reason once the queue is written
 	out       []byte // TCP: bytes the socket has not taken yet
 	inflight  int    // TCP: bytes handed to the writer's blocking write, not yet all taken
+	taken     int64  // TCP: bytes the kernel has taken (for the slow-consumer log line)
 	s         *Server
 	spare     []byte
 	wsq       [][]byte // WebSocket: packets waiting for the writer
@@ -111,6 +113,7 @@ func (c *conn) send(b []byte) {
 			c.mu.Unlock()
 			return
 		}
+		c.taken += int64(n)
 		b = b[n:]
 		if len(b) == 0 {
 			c.mu.Unlock()
@@ -118,6 +121,7 @@ func (c *conn) send(b []byte) {
 		}
 	}
 	if len(c.out)+c.inflight+len(b) > c.s.cfg.SendBuffer {
+		c.detail = fmt.Sprintf("the kernel took %d bytes, %d more were waiting", c.taken, len(c.out)+c.inflight)
 		c.closeLocked(ReasonSlowConsumer)
 		c.mu.Unlock()
 		return
@@ -182,10 +186,11 @@ func (c *conn) flush() {
 		c.mu.Unlock()
 
 		_ = c.nc.SetWriteDeadline(time.Now().Add(writeStall))
-		_, err := c.nc.Write(buf)
+		n, err := c.nc.Write(buf)
 
 		c.mu.Lock()
 		c.inflight = 0
+		c.taken += int64(n)
 		if cap(buf) <= 4096 {
 			c.spare = buf[:0]
 		}
