@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -372,6 +373,16 @@ func attackRooms(ctx context.Context, e *env) outcome {
 // attackConnFlood: cfg.Conns connections that pass Access and idle for
 // the attack's duration.
 func attackConnFlood(ctx context.Context, e *env) outcome {
+	if e.cfg.Conns > e.cfg.PerProc && e.cfg.Self != "" {
+		h, r, err := startHelpers(ctx, e, e.cfg.Conns, true)
+		if err != nil {
+			return outcome{problem: err.Error()}
+		}
+		sleepCtx(ctx, e.cfg.Duration)
+		h.stop()
+		return outcome{attackers: r.Opened, figures: fmt.Sprintf("%d connections held by %d processes", r.Opened, len(h.cmds)),
+			problem: problemOf(r.Failed, errors.New(r.Err))}
+	}
 	conns, failed, err := openMany(ctx, e.cfg.Conns, func(ctx context.Context, i int) (net.Conn, error) {
 		c, err := dialClient(ctx, e.cfg.Target)
 		if err != nil {
@@ -392,6 +403,17 @@ func attackConnFlood(ctx context.Context, e *env) outcome {
 // attackSilent: cfg.Conns connections that never send; the server should
 // close them (a first-packet deadline).
 func attackSilent(ctx context.Context, e *env) outcome {
+	if e.cfg.Conns > e.cfg.PerProc && e.cfg.Self != "" {
+		start := time.Now()
+		h, r, err := startHelpers(ctx, e, e.cfg.Conns, false)
+		if err != nil {
+			return outcome{problem: err.Error()}
+		}
+		closed := h.closed()
+		h.stop()
+		return outcome{attackers: r.Opened, closed: closed, wantClosed: true, problem: problemOf(r.Failed, errors.New(r.Err)),
+			reasons: []string{"access_timeout"}, figures: fmt.Sprintf("%d closed in %.1fs, %d processes", closed, time.Since(start).Seconds(), len(h.cmds))}
+	}
 	conns, failed, err := openMany(ctx, e.cfg.Conns, func(ctx context.Context, i int) (net.Conn, error) {
 		return dialTCP(ctx, e.cfg.Target)
 	})

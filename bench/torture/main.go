@@ -43,9 +43,9 @@ import (
 	"github.com/volanogo/volanogo/internal/handshake"
 )
 
-// maxConns bounds --conns and --rooms: the attacker is one process, and
-// the open-files hard limit here is 20,000 per process (the Go runtime
-// lifts the soft limit to it).
+// maxConns bounds --rooms, which one process holds (the open-files hard
+// limit here is 20,000 per process; the Go runtime lifts the soft limit to
+// it), and --conns, which helper processes share past perProc.
 const maxConns = 18000
 
 // serveEnv makes this program `volanogo serve` (for --serve): the server
@@ -53,6 +53,9 @@ const maxConns = 18000
 const serveEnv = "VOLANOGO_TORTURE_SERVE"
 
 func main() {
+	if spec := os.Getenv(holdEnv); spec != "" {
+		os.Exit(holdMain(spec, os.Stdin, os.Stdout))
+	}
 	if os.Getenv(serveEnv) != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -80,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Wait, "wait", 60*time.Second, "how long the server has to close an attacker it should close")
 	fs.DurationVar(&cfg.Window, "window", 3*time.Second, "the real users' measuring window before and after each attack")
 	fs.DurationVar(&cfg.Drip, "drip", 10*time.Second, "slowloris-drip: one byte per this long")
-	fs.IntVar(&cfg.Conns, "conns", 2000, "connections of the connection-heavy attacks (the open-files limit is per process)")
+	fs.IntVar(&cfg.Conns, "conns", 2000, "connections of the connection-heavy attacks (conn-flood and slowloris-silent spread them over processes of 15,000)")
 	fs.IntVar(&cfg.Rooms, "rooms", 2000, "rooms the rooms attack makes")
 	fs.IntVar(&cfg.Privates, "privates", 10000, "private sessions the private-flood attack asks for")
 	fs.Float64Var(&cfg.Tolerance, "tolerance", 0.5, "share by which the real users' throughput may fall and still hold")
@@ -127,8 +130,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage(err.Error())
 		}
 	}
-	if cfg.Conns > maxConns || cfg.Rooms > maxConns {
-		return usage(fmt.Sprintf("--conns and --rooms go up to %d: one process holds them all, under its open-files limit", maxConns))
+	if cfg.Rooms > maxConns || cfg.Conns > 10*perProc {
+		return usage(fmt.Sprintf("--rooms goes up to %d (one process holds them, under its open-files limit), --conns to %d", maxConns, 10*perProc))
+	}
+	if self, err := os.Executable(); err == nil {
+		cfg.Self = self
 	}
 	if cfg.Duration <= 0 || cfg.Wait <= 0 || cfg.Window <= 0 || cfg.Drip <= 0 || cfg.Conns <= 0 || cfg.Rooms <= 0 ||
 		cfg.Privates <= 0 || cfg.ProbeUsers < 2 || cfg.ProbeRate <= 0 || cfg.Tolerance <= 0 || cfg.Tolerance >= 1 {

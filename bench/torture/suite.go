@@ -28,6 +28,8 @@ type Config struct {
 	Window    time.Duration // the probe's before and after windows
 	Drip      time.Duration // slowloris: one byte per Drip
 	Conns     int           // connections of the connection-heavy attacks
+	PerProc   int           // connections one process holds; past it, helper processes
+	Self      string        // this program, to re-execute as helpers ("": never)
 	Rooms     int           // rooms of the rooms attack
 	Privates  int           // private sessions the private-flood attack asks for
 	Tolerance float64       // the probe's throughput may fall by this share and still hold
@@ -54,6 +56,7 @@ func (c *Config) setDefaults() {
 	def(&c.Drip, 10*time.Second)
 	def(&c.Timeout, 5*time.Second)
 	defInt(&c.Conns, 2000)
+	defInt(&c.PerProc, perProc)
 	defInt(&c.Rooms, 2000)
 	defInt(&c.Privates, 10000)
 	defInt(&c.ProbeUsers, 4)

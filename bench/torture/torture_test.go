@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ func TestSmoke(t *testing.T) {
 		Metrics:  "http://" + s.MetricsAddr().String() + "/metrics",
 		Duration: 50 * time.Millisecond, Wait: testutil.Slack(5 * time.Second), Window: 50 * time.Millisecond,
 		Drip: 20 * time.Millisecond, Conns: 6, Rooms: 6, Privates: 200,
+		// conn-flood and slowloris-silent spread their 6 connections over
+		// two helper processes: this test binary (see TestMain).
+		PerProc: 4, Self: os.Args[0],
 		Timeout: testutil.Slack(5 * time.Second),
 		// Windows this short measure nothing: only the verdict's other
 		// grounds are checked.
@@ -61,7 +65,7 @@ func TestFlags(t *testing.T) {
 		{"--target", "a:1", "--tolerance", "1"},
 		{"--bogus"},
 		{"--target", "a:1", "extra"},
-		{"--target", "a:1", "--conns", "19000"},
+		{"--target", "a:1", "--rooms", "19000"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &out, &errOut), "%v", args)
