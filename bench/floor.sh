@@ -7,8 +7,8 @@
 # and volanogo into a temporary directory, then at each size runs the C
 # floor and the Go floor alternately, ROUNDS times each, epoll first and
 # io_uring after, and prints each round's server and client CPU per
-# message, then the Go/C ratio of the medians: 1.00 is "costs what C
-# costs".
+# message, then the medians and the Go/C ratio (of the medians, and the
+# median of the rounds' ratios): 1.00 is "costs what C costs".
 #
 #   bench/floor.sh                           # 15 rooms x 100, 475 rooms x 10, 3 rounds
 #   ROUNDS=5 SIZES="50:100" bench/floor.sh   # rooms:count pairs
@@ -36,6 +36,19 @@ else
 fi
 go build -o "$tmp/volanogo" ./cmd/volanogo
 
+# cfloor and gofloor print one floor's server and client µs per message.
+cfloor() {
+	if [ "$1" = uring ]; then
+		"$tmp/floor-uring" "$2" 20 "$3" uring 2>/dev/null
+	else
+		"$tmp/floor" "$2" 20 "$3" 2>/dev/null
+	fi | sed -n 's|^server \([0-9.]*\) us/msg, client \([0-9.]*\) us/msg.*|\1 \2|p'
+}
+gofloor() {
+	"$tmp/volanogo" floor --engine "$1" --rooms "$2" --count "$3" |
+		sed -n 's|.*server \([0-9.]*\) µs, client \([0-9.]*\) µs per message|\1 \2|p'
+}
+
 echo "machine: $(nproc) processors, $(uname -sr), $(go env GOVERSION), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for size in $sizes; do
 	rooms=${size%%:*}
@@ -44,21 +57,23 @@ for size in $sizes; do
 		echo
 		echo "$rooms rooms x 20 users x $count, $engine (µs of CPU per message: server, client)"
 		for r in $(seq "$rounds"); do
-			if [ "$engine" = uring ]; then
-				c=$("$tmp/floor-uring" "$rooms" 20 "$count" uring 2>/dev/null)
+			# Odd rounds run C first, even rounds Go first: neither always
+			# follows the other (the kernel is still reaping the previous
+			# run's connections when the next one starts).
+			if [ $((r % 2)) = 1 ]; then
+				c=$(cfloor "$engine" "$rooms" "$count")
+				g=$(gofloor "$engine" "$rooms" "$count")
 			else
-				c=$("$tmp/floor" "$rooms" 20 "$count" 2>/dev/null)
+				g=$(gofloor "$engine" "$rooms" "$count")
+				c=$(cfloor "$engine" "$rooms" "$count")
 			fi
-			c=$(echo "$c" | sed -n 's|^server \([0-9.]*\) us/msg, client \([0-9.]*\) us/msg.*|\1 \2|p')
-			g=$("$tmp/volanogo" floor --rooms "$rooms" --count "$count" --engine "$engine" |
-				sed -n 's|.*server \([0-9.]*\) µs, client \([0-9.]*\) µs per message|\1 \2|p')
-			echo "$r $c $g" >>"$tmp/$rooms-$engine"
+			echo "$c $g" | awk '{ print $0, $3/$1, $4/$2 }' >>"$tmp/$rooms-$engine"
 			echo "$c $g" | awk -v r="$r" '{ printf "  round %s: C %5.2f %5.2f   Go %5.2f %5.2f   Go/C %.2f %.2f\n", r, $1, $2, $3, $4, $3/$1, $4/$2 }'
 		done
-		# The Go/C ratio of the medians of each side.
-		for col in 2 3 4 5; do
-			sort -n -k"$col" "$tmp/$rooms-$engine" | awk -v c="$col" '{ v[NR] = $c } END { m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; print m }'
-		done | paste -sd' ' | awk '{ printf "  median: C %5.2f %5.2f   Go %5.2f %5.2f   Go/C server %.2f, client %.2f\n", $1, $2, $3, $4, $3/$1, $4/$2 }'
+		# The medians of each column: C, Go, and the rounds' Go/C ratios.
+		for col in 1 2 3 4 5 6; do
+			sort -g -k"$col" "$tmp/$rooms-$engine" | awk -v c="$col" '{ v[NR] = $c } END { m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; print m }'
+		done | paste -sd' ' | awk '{ printf "  median: C %5.2f %5.2f   Go %5.2f %5.2f   Go/C server %.2f, client %.2f (median of the rounds: %.2f, %.2f)\n", $1, $2, $3, $4, $3/$1, $4/$2, $5, $6 }'
 	done
 done
 echo
