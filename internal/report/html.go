@@ -84,8 +84,10 @@ type svgSeries struct {
 	Dots  []svgDot
 	Fails []svgDot
 	// Hollow are steps with runs but no score (open circles on the axis).
-	Hollow  []svgDot
-	LegendY float64
+	Hollow []svgDot
+	// LegendX and LegendY place the series' legend entry (see
+	// layoutLegend).
+	LegendX, LegendY float64
 	// Dash is the stroke-dasharray of the lines, if any.
 	Dash string
 }
@@ -97,19 +99,43 @@ type lineChart struct {
 	XTicks, YTicks                         []svgTick
 	XLabel, YLabel                         string
 	Series                                 []svgSeries
-	LegendX                                float64
 }
 
 func (c *lineChart) Bottom() float64 { return c.Top + c.PlotH }
 
-// fitLegend makes the chart tall enough for every legend entry.
+// Legends go under a chart, in two columns, so that the chart is no
+// wider than its plot and scales down to a phone's width legibly.
+const (
+	legendRow  = 20
+	legendCols = 2
+)
+
+// layoutLegend places the legend entries of series in rows of two under
+// top, between left and left+width, shortening the names to fit their
+// column, and returns the y under the last row.
+func layoutLegend(series []*svgSeries, left, width, top float64) float64 {
+	colW := width / legendCols
+	y := top
+	for i, s := range series {
+		s.LegendX = left + float64(i%legendCols)*colW
+		s.LegendY = top + float64(i/legendCols)*legendRow
+		s.Name = fitLabel(s.Name, colW-28)
+		y = s.LegendY
+	}
+	return y + 10
+}
+
+// fitLegend lays the chart's legend out under its x axis and makes the
+// chart tall enough for it.
 func (c *lineChart) fitLegend() *lineChart {
 	if c == nil {
 		return nil
 	}
-	for _, s := range c.Series {
-		c.Height = max(c.Height, s.LegendY+10)
+	ps := make([]*svgSeries, len(c.Series))
+	for i := range c.Series {
+		ps[i] = &c.Series[i]
 	}
+	c.Height = layoutLegend(ps, c.Left, c.PlotW, c.Bottom()+60)
 	return c
 }
 func (c *lineChart) Right() float64 { return c.Left + c.PlotW }
@@ -146,7 +172,15 @@ func (r *Report) fastChart() *barChart {
 		top = max(top, row.Cell.Score)
 	}
 	scale := niceCeil(float64(top))
-	c := &barChart{Width: 760, Left: 190, PlotW: 500, BarH: 22}
+	// The labels' column is as wide as the longest name needs (at most
+	// 190), so that the chart is no wider than it must be.
+	left := 60.0
+	for _, row := range t.Rows {
+		left = max(left, labelWidth(row.Platform)+14)
+	}
+	left = min(left, 190)
+	c := &barChart{Left: left, PlotW: 420, BarH: 22}
+	c.Width = c.Left + c.PlotW + 70
 	for i, row := range t.Rows {
 		b := svgBar{Label: fitLabel(row.Platform, c.Left-12), Value: row.Cell.Text(), Y: 10 + float64(i)*(c.BarH+8), Failed: row.Cell.Failed, NoScore: row.Cell.NoScore,
 			Title: row.Platform + ": " + row.Cell.ResultsText()}
@@ -167,8 +201,8 @@ func (r *Report) fastChart() *barChart {
 }
 
 func newLineChart(title, xl, yl string) *lineChart {
-	return &lineChart{Title: title, Width: 800, Height: 340, Left: 70, Top: 20, PlotW: 470, PlotH: 260,
-		XLabel: xl, YLabel: yl, LegendX: 565}
+	return &lineChart{Title: title, Width: 590, Height: 340, Left: 70, Top: 20, PlotW: 470, PlotH: 260,
+		XLabel: xl, YLabel: yl}
 }
 
 func (r *Report) scaleChart() *lineChart {
@@ -212,7 +246,7 @@ func (r *Report) scaleChart() *lineChart {
 		return y
 	}
 	for i, row := range t.Rows {
-		s := svgSeries{Name: fitLabel(row.Platform, c.Width-c.LegendX-24), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+		s := svgSeries{Name: row.Platform, Color: palette[i%len(palette)]}
 		var line []string
 		flush := func() {
 			if len(line) > 1 {
@@ -327,8 +361,8 @@ func (r *Report) latencyChart() *lineChart {
 		c.XTicks = append(c.XTicks, svgTick{Pos: xp(i), Label: n})
 	}
 	c.YTicks = logTicks(d0, d1, yp)
-	for i, l := range lines {
-		s := svgSeries{Name: ellipsis(l.name, 28), Color: palette[l.color%len(palette)], LegendY: c.Top + 10 + float64(i)*20}
+	for _, l := range lines {
+		s := svgSeries{Name: l.name, Color: palette[l.color%len(palette)]}
 		if l.dash {
 			s.Dash = "6 4"
 		}
@@ -383,7 +417,7 @@ func (r *Report) p99Chart() *lineChart {
 		if len(rows) == 0 {
 			continue
 		}
-		s := svgSeries{Name: ellipsis(name, 28), Color: palette[i%len(palette)], LegendY: c.Top + 10 + float64(len(c.Series))*20}
+		s := svgSeries{Name: name, Color: palette[i%len(palette)]}
 		var pts []string
 		for _, row := range rows {
 			x, y := xp(float64(row.Step)), yp(float64(row.P99))
@@ -417,7 +451,7 @@ func (p *capPanel) Bottom() float64 { return p.Top + p.PlotH }
 type capChart struct {
 	Title                      string
 	Width, Height, Left, PlotW float64
-	LegendX, XLabelY           float64
+	XLabelY                    float64
 	XTicks                     []svgTick
 	XLabel                     string
 	Panels                     []*capPanel
@@ -476,8 +510,8 @@ func capacityChart(cr CapacityRow) *capChart {
 	if len(cr.Steps) < 2 {
 		return nil
 	}
-	c := &capChart{Title: cr.Platform + ": capacity against concurrent users", Width: 800, Left: 70, PlotW: 470,
-		LegendX: 565, XLabel: "concurrent users"}
+	c := &capChart{Title: cr.Platform + ": capacity against concurrent users", Width: 590, Left: 70, PlotW: 470,
+		XLabel: "concurrent users"}
 	steps := cr.Steps
 	x0, x1 := float64(steps[0].Users), float64(steps[len(steps)-1].Users)
 	xp := func(x float64) float64 { return c.Left + c.PlotW*(x-x0)/(x1-x0) }
@@ -487,7 +521,7 @@ func capacityChart(cr CapacityRow) *capChart {
 	c.XTicks = spaceXTicks(c.XTicks)
 	at := func(s CapacityStep) string { return cr.Platform + " at " + stepName(KindPaced, s.Users) + ": " }
 	series := func(name, color string, legendY float64, pts []float64, yp func(float64) float64, title func(CapacityStep, float64) string) svgSeries {
-		sr := svgSeries{Name: fitLabel(name, c.Width-c.LegendX-24), Color: color, LegendY: legendY}
+		sr := svgSeries{Name: name, Color: color}
 		var line []string
 		for i, v := range pts {
 			if v < 0 || (v == 0 && math.IsInf(yp(0), 0)) {
@@ -568,7 +602,13 @@ func capacityChart(cr CapacityRow) *capChart {
 		return nil
 	}
 	c.XLabelY = c.Bottom() + 36
-	c.Height = c.XLabelY + 12
+	var ps []*svgSeries
+	for _, p := range c.Panels {
+		for i := range p.Series {
+			ps = append(ps, &p.Series[i])
+		}
+	}
+	c.Height = layoutLegend(ps, c.Left, c.PlotW, c.XLabelY+26)
 	if cr.BrokeAt > 0 {
 		for _, s := range steps {
 			if s.Users == cr.BrokeAt {
