@@ -403,6 +403,12 @@ func (r *Report) renderCSV(w io.Writer) error {
 			rec("compare", t.B+" / "+t.A, row.Step, m+" ratio", f64(row.Ratio))
 			rec("compare", t.B+" vs "+t.A, row.Step, m+" delta", row.Delta)
 			rec("compare", t.B+" vs "+t.A, row.Step, m+" p", f64(row.P))
+			if row.Powerless {
+				rec("compare", t.B+" vs "+t.A, row.Step, m+" min p", f64(row.MinP))
+			}
+			if row.Regression {
+				rec("compare", t.B+" vs "+t.A, row.Step, m+" regression", "true")
+			}
 		}
 	}
 	for _, f := range r.Footnotes {
