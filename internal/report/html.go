@@ -663,7 +663,7 @@ type htmlData struct {
 
 func (r *Report) renderHTML(w io.Writer) error {
 	d := htmlData{Report: r, Rule: r.ruleText(), FastIntro: fastIntro, ScaleIntro: scaleIntro, ClientNote: clientNote,
-		LatIntro: latIntro, CostIntro: costIntro, CostColumns: costColumns, CapIntro: capIntro, ProcIntro: procIntro, ChurnIntro: churnIntro, ChurnColumns: churnColumns,
+		LatIntro: latIntro, CostIntro: costIntroOf(r.Cost), CostColumns: costColumnsOf(r.Cost), CapIntro: capIntro, ProcIntro: procIntro, ChurnIntro: churnIntro, ChurnColumns: churnColumns,
 		CapCharts: r.capacityCharts(), StormIntro: stormIntro, StormColumns: stormColumns, FanoutIntro: fanoutIntro, FanoutCols: fanoutColumns,
 		FastChart: r.fastChart(), ScaleChart: r.scaleChart().fitLegend(), LatChart: r.latencyChart().fitLegend(), P99Chart: r.p99Chart().fitLegend()}
 	if r.Latency != nil {

@@ -154,12 +154,12 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		}
 	}
 	if t := r.Cost; t != nil {
-		fmt.Fprintf(w, "## What does a message cost?\n\n%s\n\n", costIntro)
+		fmt.Fprintf(w, "## What does a message cost?\n\n%s\n\n", costIntroOf(t))
 		var rows [][]string
 		for _, row := range t.Rows {
-			rows = append(rows, costCells(row))
+			rows = append(rows, costCells(t, row))
 		}
-		mdTable(w, costColumns, map[int]bool{2: true, 3: true, 4: true, 5: true}, rows)
+		mdTable(w, costColumnsOf(t), map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true}, rows)
 	}
 	if t := r.Compare; t != nil {
 		fmt.Fprintf(w, "## Compare: %s vs %s\n\n%s\n\n", mdEscape(t.A), mdEscape(t.B), mdEscape(compareIntro(t)))
@@ -388,7 +388,8 @@ func (r *Report) renderCSV(w io.Writer) error {
 				name string
 				v    *float64
 			}{{"server cpu/msg us", row.ServerMicros}, {"client cpu/msg us", row.ClientMicros},
-				{"delayed acks/msg", row.DelayedACKsPerMessage}, {"retransmitted %", row.RetransmittedPercent}} {
+				{"delayed acks/msg", row.DelayedACKsPerMessage}, {"retransmitted %", row.RetransmittedPercent},
+				{"efficiency server", row.EfficiencyServer}, {"efficiency client", row.EfficiencyClient}} {
 				if m.v != nil {
 					rec(tb, row.Platform, row.Step, m.name, f64(*m.v))
 				}

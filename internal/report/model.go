@@ -348,6 +348,11 @@ type CostRow struct {
 	DelayedACKsPerMessage *float64 `json:"delayed_acks_per_message,omitempty"`
 	// RetransmittedPercent is 100 × TCP.Retransmitted / TCP.SegmentsOut.
 	RetransmittedPercent *float64 `json:"retransmitted_percent,omitempty"`
+	// EfficiencyServer and EfficiencyClient are the machine's kernel floor
+	// ÷ the CPU per message of each side (results.Efficiency), for
+	// documents that carry a floor (load --floor).
+	EfficiencyServer *float64 `json:"efficiency_server,omitempty"`
+	EfficiencyClient *float64 `json:"efficiency_client,omitempty"`
 }
 
 // CapacityTable is the paced (open-loop) capacity test, one block per

@@ -210,18 +210,56 @@ func fmtCompare(v float64, unit string) string {
 
 // costColumns are the columns of the cost table, every format alike; the
 // intro says that the figures are per message.
+// With documents that carry the machine's floor, an efficiency column
+// follows (see costColumnsOf).
 var costColumns = []string{"Platform", "Step", "Server CPU", "Client CPU", "Delayed ACKs", "Retrans."}
 
-// costCells is one row of the cost table; "–" for an unknown figure.
-func costCells(row CostRow) []string {
+// costIntroOf is the intro of the cost table t.
+func costIntroOf(t *CostTable) string {
+	if t != nil && t.hasEfficiency() {
+		return costIntro + " " + efficiencyIntro
+	}
+	return costIntro
+}
+
+// efficiencyIntro explains the efficiency column.
+const efficiencyIntro = "Efficiency is the kernel floor of the client's machine (volanogo floor, recorded by load --floor: bare system calls relaying the same traffic) divided by the CPU per message, for each side: 1 would cost no more than the floor, 0.25 four times as much. It compares runs made on different machines."
+
+// costEfficiency is the heading of the efficiency column.
+const costEfficiency = "Efficiency (server/client)"
+
+// hasEfficiency reports whether a row of t has an efficiency.
+func (t *CostTable) hasEfficiency() bool {
+	for _, r := range t.Rows {
+		if r.EfficiencyServer != nil || r.EfficiencyClient != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// costColumnsOf are the columns of the cost table t.
+func costColumnsOf(t *CostTable) []string {
+	if t != nil && t.hasEfficiency() {
+		return append(costColumns[:len(costColumns):len(costColumns)], costEfficiency)
+	}
+	return costColumns
+}
+
+// costCells is one row of the cost table t; "–" for an unknown figure.
+func costCells(t *CostTable, row CostRow) []string {
 	f := func(v *float64, unit string) string {
 		if v == nil {
 			return "–"
 		}
 		return strconv.FormatFloat(*v, 'f', 2, 64) + unit
 	}
-	return []string{row.Platform, stepCell(row.Kind, row.Step), f(row.ServerMicros, " µs"), f(row.ClientMicros, " µs"),
+	cells := []string{row.Platform, stepCell(row.Kind, row.Step), f(row.ServerMicros, " µs"), f(row.ClientMicros, " µs"),
 		f(row.DelayedACKsPerMessage, ""), f(row.RetransmittedPercent, "%")}
+	if t.hasEfficiency() {
+		cells = append(cells, f(row.EfficiencyServer, "")+" / "+f(row.EfficiencyClient, ""))
+	}
+	return cells
 }
 
 // capacityHeadline is one platform's outcome of the paced test.

@@ -383,7 +383,9 @@ func (b *builder) cost() {
 					ServerMicros:          medianOf(counted, ifPassed(serverCPUPerMessage)),
 					ClientMicros:          medianOf(counted, ifPassed(clientCPUPerMessage)),
 					DelayedACKsPerMessage: medianOf(counted, ifPassed(delayedACKsPerMessage)),
-					RetransmittedPercent:  medianOf(counted, ifPassed(retransmittedPercent))}
+					RetransmittedPercent:  medianOf(counted, ifPassed(retransmittedPercent)),
+					EfficiencyServer:      medianOf(counted, ifPassed(efficiencyServer)),
+					EfficiencyClient:      medianOf(counted, ifPassed(efficiencyClient))}
 				if r.ServerMicros == nil && r.ClientMicros == nil && r.DelayedACKsPerMessage == nil &&
 					r.RetransmittedPercent == nil {
 					continue
@@ -427,6 +429,16 @@ func delayedACKsPerMessage(d *results.Document) (float64, bool) {
 }
 
 func retransmittedPercent(d *results.Document) (float64, bool) { return d.TCP.RetransmittedPercent() }
+
+func efficiencyServer(d *results.Document) (float64, bool) {
+	e, _ := results.Efficiency(d)
+	return e.Server, e.Server > 0
+}
+
+func efficiencyClient(d *results.Document) (float64, bool) {
+	e, _ := results.Efficiency(d)
+	return e.Client, e.Client > 0
+}
 
 // compare builds the side-by-side comparison of two rows.
 func (b *builder) compare() error {

@@ -308,11 +308,11 @@ func (r *Report) renderText(w io.Writer) error {
 
 	if t := r.Cost; t != nil {
 		heading(w, "What does a message cost?")
-		para(w, "", costIntro)
+		para(w, "", costIntroOf(t))
 		fmt.Fprintln(w)
-		tb := &table{head: costColumns, left: map[int]bool{0: true, 1: true}, keep: 2}
+		tb := &table{head: costColumnsOf(t), left: map[int]bool{0: true, 1: true}, keep: 2}
 		for _, row := range t.Rows {
-			tb.rows = append(tb.rows, costCells(row))
+			tb.rows = append(tb.rows, costCells(t, row))
 		}
 		tb.write(w)
 	}
