@@ -187,7 +187,7 @@ func send(conn net.Conn, p protocol.Packet) error {
 
 func await(conn net.Conn, rd *protocol.Reader, id protocol.ID, typ protocol.Type) error {
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	defer conn.SetReadDeadline(time.Time{})
+	defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
 	for {
 		f, err := rd.Next()
 		if err != nil {

@@ -619,7 +619,9 @@ func TestStorm(t *testing.T) {
 	assert.Equal(t, int64(20), st.Recovered)
 	assert.GreaterOrEqual(t, st.Attempts, int64(20))
 	assert.Positive(t, st.RecoverySeconds)
-	assert.Less(t, st.RecoverySeconds, 1.5, "back within the run")
+	// Every room chatting again before the run's end: the time after the
+	// storm is the whole bound (Recovered counts only those back in it).
+	assert.Less(t, st.RecoverySeconds, (cfg.Duration - cfg.StormAt).Seconds(), "back within the run")
 	assert.InDelta(t, 1.0, st.AtSeconds, 0.5)
 	assert.Positive(t, st.MissedSends, "the users' chats while away")
 	require.NotNil(t, d.Integrity)
