@@ -197,7 +197,10 @@ func (s *Server) roomNames(filter string) []string {
 // memberOf finds the connection's membership of the room whose name is
 // raw (modified UTF-8), without allocating.
 func (c *conn) memberOf(raw []byte) *member {
-	if len(c.members) == 1 { // the usual case: no map
+	switch len(c.members) {
+	case 0:
+		return nil
+	case 1: // the usual case: no map
 		if m := c.members[0]; bytes.Equal(m.r.nameRaw, raw) {
 			return m
 		}
@@ -213,13 +216,19 @@ func (c *conn) memberOfName(name string) *member {
 	return c.memberOf(mustEncode(name))
 }
 
-// addMember and removeMember keep c.members (in the order entered) and
-// c.byRoom (by room, so that a lookup does not grow with the rooms one
-// client has entered).
+// addMember and removeMember keep c.members (in the order entered) and,
+// once a connection is in more than one room, c.byRoom (by room, so that a
+// lookup does not grow with the rooms one client has entered).
 func (c *conn) addMember(m *member) {
 	c.members = append(c.members, m)
+	if len(c.members) < 2 {
+		return
+	}
 	if c.byRoom == nil {
-		c.byRoom = map[string]*member{}
+		c.byRoom = make(map[string]*member, 2)
+		for _, o := range c.members[:len(c.members)-1] {
+			c.byRoom[string(o.r.nameRaw)] = o
+		}
 	}
 	c.byRoom[string(m.r.nameRaw)] = m
 }
