@@ -21,6 +21,18 @@
 //
 // Every protocol violation closes only the connection that made it, and
 // is counted by reason in volanogo_connections_closed_total.
+//
+// # Hostile peers
+//
+// The defaults bound what one peer can hold or cost (see the Default*
+// constants): its Access must arrive within a deadline and a silent client
+// is pinged and closed; what waits for it, in the server and in the
+// kernel's send buffer, is bounded; its private sessions, the dynamic
+// rooms and the room lists it is sent are capped; its requests other than
+// chats are paced. No lock shared between clients is held for work that
+// grows with one client's input (stall_test.go measures each case), and
+// closes and refusals are logged at warn level at most once per reason per
+// interval, with a count.
 package server
 
 import (

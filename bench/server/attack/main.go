@@ -254,54 +254,62 @@ func (p *prober) stop() {
 // silent opens n connections that send first (or nothing), then waits for
 // the server to close each; it prints how many closed and when.
 func silent(first []byte) error {
-	conns := make([]net.Conn, 0, *n)
-	dialed := make([]time.Time, 0, *n)
+	var (
+		mu      sync.Mutex
+		conns   []net.Conn
+		closed  atomic.Int64
+		longest atomic.Int64
+		wg      sync.WaitGroup
+	)
 	defer func() {
+		mu.Lock()
 		for _, c := range conns {
 			c.Close()
 		}
+		mu.Unlock()
 	}()
 	t0 := time.Now()
+	// each connection is watched from its dial, so that its lifetime is
+	// measured from when it was opened to when the server closed it
+	watch := func(c net.Conn, at time.Time) {
+		defer wg.Done()
+		_ = c.SetReadDeadline(at.Add(*hold))
+		_, err := io.Copy(io.Discard, c)
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed.Add(1)
+			d := int64(time.Since(at))
+			for {
+				l := longest.Load()
+				if d <= l || longest.CompareAndSwap(l, d) {
+					break
+				}
+			}
+		}
+	}
+	opened := 0
 	for i := 0; i < *n; i++ {
 		c, err := net.DialTimeout("tcp", *addr, 10*time.Second)
 		if err != nil {
 			fmt.Printf("dial_failed_at=%d err=%q\n", i, err)
 			break
 		}
+		at := time.Now()
 		if first != nil {
 			if _, err := c.Write(first); err != nil {
 				c.Close()
 				continue
 			}
 		}
+		mu.Lock()
 		conns = append(conns, c)
-		dialed = append(dialed, time.Now())
-	}
-	opened := time.Since(t0)
-	fmt.Printf("opened=%d open_s=%.2f\n", len(conns), opened.Seconds())
-	var closed atomic.Int64
-	var last atomic.Int64
-	var wg sync.WaitGroup
-	for i, c := range conns {
+		mu.Unlock()
+		opened++
 		wg.Add(1)
-		go func(c net.Conn, at time.Time) {
-			defer wg.Done()
-			_ = c.SetReadDeadline(t0.Add(*hold))
-			_, err := io.Copy(io.Discard, c)
-			if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
-				closed.Add(1)
-				d := int64(time.Since(at))
-				for {
-					l := last.Load()
-					if d <= l || last.CompareAndSwap(l, d) {
-						break
-					}
-				}
-			}
-		}(c, dialed[i])
+		go watch(c, at)
 	}
+	fmt.Printf("opened=%d open_s=%.2f\n", opened, time.Since(t0).Seconds())
 	wg.Wait()
-	fmt.Printf("closed_by_server=%d of=%d longest_lifetime_s=%.2f\n", closed.Load(), len(conns), time.Duration(last.Load()).Seconds())
+	fmt.Printf("closed_by_server=%d of=%d longest_lifetime_s=%.2f\n", closed.Load(), opened, time.Duration(longest.Load()).Seconds())
 	return nil
 }
 
