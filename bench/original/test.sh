@@ -15,9 +15,12 @@ set -eu
 unset VOLANO_DIR JAVA VOLANO_JAVA_OPTS
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/original-test.XXXXXX")
-pids=""
+# pid is a server the test started and has not yet waited for: only that
+# one is killed on the way out (a waited-for id may already be another
+# process's).
+pid=""
 cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -102,7 +105,7 @@ done
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18765)
 "$here/serve.sh" --volano-dir "$tree" --port "$port" --logs "$tmp/logs" >"$tmp/serve.out" 2>&1 &
 spid=$!
-pids="$pids $spid"
+pid=$spid
 i=0
 until grep -q "listening" "$tmp/serve.out" 2>/dev/null; do
 	i=$((i + 1))
@@ -115,19 +118,22 @@ if grep -q -- "-Dinstall.root=$tree" "$tmp/java.log"; then ok "serve.sh sets ins
 kill "$spid"
 status=0
 wait "$spid" || status=$?
+pid=""
 if [ "$status" = 0 ]; then ok "serve.sh stops on SIGTERM"; else fail "serve.sh exited $status on SIGTERM"; fi
 
 # Without --logs, the temporary directory goes with the server.
 TMPDIR=$tmp/t
 export TMPDIR
 mkdir -p "$TMPDIR"
-"$here/serve.sh" --volano-dir "$tree" --port "$port" >/dev/null 2>&1 &
+"$here/serve.sh" --volano-dir "$tree" --port "$port" >"$tmp/serve2.out" 2>&1 &
 spid=$!
-pids="$pids $spid"
+pid=$spid
 i=0
-until [ -n "$(ls "$TMPDIR")" ] || [ "$i" -gt 50 ]; do i=$((i + 1)); sleep 0.1; done
+until grep -q "listening" "$tmp/serve2.out" || [ "$i" -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
+if [ -n "$(ls "$TMPDIR")" ]; then ok "serve.sh makes a directory"; else fail "serve.sh made no directory"; fi
 kill "$spid"
 wait "$spid" || true
+pid=""
 i=0
 while [ -n "$(ls "$TMPDIR")" ] && [ "$i" -lt 50 ]; do i=$((i + 1)); sleep 0.1; done
 if [ -z "$(ls "$TMPDIR")" ]; then ok "serve.sh removes its directory"; else fail "serve.sh left $(ls "$TMPDIR")"; fi
