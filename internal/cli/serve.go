@@ -34,6 +34,8 @@ type serveOptions struct {
 	roomListMax, requestRate        int
 	wsOrigins                       []string
 	logLevel                        string
+	engine                          string
+	loops                           int
 }
 
 func newServeCmd(io *IO) *cobra.Command {
@@ -59,6 +61,14 @@ most --room-list-max names (100) and 16 KiB; requests other than chats are
 paced to --request-rate (1000 a second) per connection. Closes for bad input, floods and
 limits are logged at warn level, one line per reason per 10 seconds with a
 count.
+
+Engines (--engine): goroutine (the default) serves each TCP connection with
+its own goroutine; epoll (Linux) serves them from a few event loops
+(--loops, one per processor by default), each an OS thread waiting in
+epoll_wait, with no goroutine per connection: the same relay order, send
+buffer, slow-consumer close, limits, deadlines and metrics, in less memory
+per connection. WebSocket connections are served by goroutines on either
+engine.
 
 Rooms are permanent (--room, --rooms-file) or dynamic: a dynamic room is
 created by the default room of a client's Access request and removed as soon
@@ -111,6 +121,8 @@ then exits 0. A second signal ends it at once.`,
 	f.IntVar(&o.roomListMax, "room-list-max", server.DefaultRoomListMax, "most room names in an Access or RoomList confirm (which also stops at 16 KiB)")
 	f.StringArrayVar(&o.wsOrigins, "ws-origin", nil, "Origin a browser may open a WebSocket from (repeatable; * allows any; default: same host only)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.engine, "engine", server.EngineGoroutine, "how TCP connections are served: goroutine (one each) or epoll (Linux: event loops); WebSocket always uses goroutines")
+	f.IntVar(&o.loops, "loops", 0, "event loops of the epoll engine (0: one per processor)")
 	return cmd
 }
 
@@ -162,6 +174,12 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 			return &UsageError{Err: fmt.Errorf("%s must be positive (got %v)", v.name, v.v)}
 		}
 	}
+	if o.engine != server.EngineGoroutine && o.engine != server.EngineEpoll {
+		return &UsageError{Err: fmt.Errorf("--engine: %q is not one of goroutine, epoll", o.engine)}
+	}
+	if o.loops < 0 {
+		return &UsageError{Err: fmt.Errorf("--loops must not be negative (got %d)", o.loops)}
+	}
 	if o.listen == "" && o.wsListen == "" {
 		return &UsageError{Err: fmt.Errorf("nothing to serve: --listen and --ws-listen are both empty")}
 	}
@@ -174,7 +192,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		HandshakeTimeout: o.handshakeTimeout, DrainTimeout: o.drainTimeout,
 		SendBuffer: o.sendBuffer, SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: o.maxPacket,
 		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: o.roomListMax,
-		RequestRate: offIfZero(o.requestRate), Logger: logger,
+		RequestRate: offIfZero(o.requestRate), Engine: o.engine, Loops: o.loops, Logger: logger,
 	})
 	if err != nil {
 		return &UsageError{Err: err}
@@ -193,7 +211,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		Metrics: addr(srv.MetricsAddr(), o.metricsListen != "")}
 	fmt.Fprintln(io.Out, ready.Line())
 	logger.Info("volanogo serve started", "rooms", len(rooms), "room_limit", o.roomLimit, "max_connections", o.maxConnections,
-		"access_timeout", o.accessTimeout, "idle_timeout", o.idleTimeout, "max_rooms", o.maxRooms, "max_private", o.maxPrivate)
+		"engine", o.engine, "access_timeout", o.accessTimeout, "idle_timeout", o.idleTimeout, "max_rooms", o.maxRooms, "max_private", o.maxPrivate)
 	<-ctx.Done()
 	// The signal's context is done; a second signal ends the process at
 	// once (cmd/volanogo restores the default action after the first).

@@ -11,6 +11,9 @@ import (
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
+// Both benchmarks run once per engine (sub-benchmarks goroutine and
+// epoll; -bench 'ServerMemory/epoll' picks one).
+//
 // BenchmarkMarkServerCPU runs a Mark-like load (turn-taking, loopback)
 // against a server in a child process and reports the server's CPU time
 // (user+system, from /proc) per counted message, where a message is one
@@ -21,7 +24,9 @@ import (
 //
 // VOLANOGO_BENCH_ROOMS and VOLANOGO_BENCH_COUNT change the rooms and the
 // messages per user (the scalability steps: 15 rooms against 950).
-func BenchmarkMarkServerCPU(b *testing.B) {
+func BenchmarkMarkServerCPU(b *testing.B) { forEnginesB(b, benchMarkServerCPU) }
+
+func benchMarkServerCPU(b *testing.B) {
 	rooms, users, count := envInt("VOLANOGO_BENCH_ROOMS", 50), 20, envInt("VOLANOGO_BENCH_COUNT", 100)
 	child := startChild(b, 0)
 	var msgs int64
@@ -53,7 +58,9 @@ func BenchmarkMarkServerCPU(b *testing.B) {
 // the connections. The bound is 8 KB per connection at 19,000:
 //
 //	VOLANOGO_BENCH_CONNS=19000 go test -run '^$' -bench ServerMemory -benchtime 1x ./internal/server
-func BenchmarkServerMemory(b *testing.B) {
+func BenchmarkServerMemory(b *testing.B) { forEnginesB(b, benchServerMemory) }
+
+func benchServerMemory(b *testing.B) {
 	n := envInt("VOLANOGO_BENCH_CONNS", 5000)
 	for range b.N {
 		child := startChild(b, 0)

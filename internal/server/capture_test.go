@@ -65,7 +65,9 @@ func readCaptureFile(t testing.TB, path, conn string, c2s bool) []captureEvent {
 // captured session against volanogo's server, keeping the capture's order
 // of events across connections, and requires the server to answer with
 // exactly the bytes the original server sent.
-func TestReplayCaptures(t *testing.T) {
+func TestReplayCaptures(t *testing.T) { forEngines(t, testReplayCaptures) }
+
+func testReplayCaptures(t *testing.T) {
 	for _, build := range []string{"stock", "nodelay"} {
 		t.Run(build, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "testdata", "captures", build)

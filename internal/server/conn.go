@@ -43,6 +43,7 @@ type conn struct {
 	reason    string
 	detail    string        // what was wrong, for the log
 	wake      chan struct{} // WebSocket writer
+	ev        *evSock       // TCP on the epoll engine: the socket and its loop state; nil otherwise
 
 	nc     net.Conn
 	remote string
@@ -75,7 +76,9 @@ type conn struct {
 
 func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
 	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), fd: -1}
-	if sc, ok := nc.(syscall.Conn); ok && canRawWrite {
+	if k, ok := nc.(*evSock); ok {
+		k.attachConn(c)
+	} else if sc, ok := nc.(syscall.Conn); ok && canRawWrite {
 		raw, err := sc.SyscallConn()
 		if err != nil {
 			return nil, err
@@ -129,6 +132,12 @@ func (c *conn) send(b []byte) {
 	c.out = append(c.out, b...)
 	if !c.flushing {
 		c.flushing = true
+		if c.ev != nil {
+			// its loop writes the rest when the socket has room
+			c.evWantOut()
+			c.mu.Unlock()
+			return
+		}
 		// The connection is open, so its reading goroutine holds the wait
 		// group above zero: adding here is safe even during Shutdown.
 		c.s.wg.Add(1)
@@ -275,7 +284,7 @@ func (c *conn) closeAfterReply(reason string) {
 }
 
 func (c *conn) shutdownWriteLocked() {
-	if tc, ok := c.nc.(*net.TCPConn); ok {
+	if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
 	}
 }
@@ -358,9 +367,21 @@ func (c *conn) serve() {
 // few times a minute; a flood of such requests from one connection would
 // otherwise take a processor.
 func (c *conn) throttle() {
+	if d := c.throttleDelay(); d > 0 {
+		time.Sleep(d)
+		c.throttleResume()
+	}
+	c.takeToken()
+}
+
+// throttleDelay tops up the tokens and says how long the connection must
+// wait before its next request (0: not at all). The wait is ten requests'
+// worth at a time, not one: fewer timers. The event-loop engine waits
+// without sleeping (the connection is paused).
+func (c *conn) throttleDelay() time.Duration {
 	rate := float64(c.s.cfg.RequestRate)
 	if rate <= 0 {
-		return
+		return 0
 	}
 	now := time.Now()
 	if c.lastReq.IsZero() {
@@ -369,20 +390,30 @@ func (c *conn) throttle() {
 		c.tokens = min(rate, c.tokens+now.Sub(c.lastReq).Seconds()*rate)
 	}
 	c.lastReq = now
-	if c.tokens < 1 {
-		c.throttled++
-		if c.throttled == 1 {
-			c.s.refuseRequest(c, ReasonThrottled)
-		}
-		// Sleep for ten requests' worth at a time, not one: fewer timers.
-		// What the sleep overshoots is credited, so the rate holds on a
-		// busy machine.
-		time.Sleep(time.Duration((10 - c.tokens) / rate * float64(time.Second)))
-		after := time.Now()
-		c.tokens = min(rate, c.tokens+after.Sub(now).Seconds()*rate)
-		c.lastReq = after
+	if c.tokens >= 1 {
+		return 0
 	}
-	c.tokens--
+	c.throttled++
+	if c.throttled == 1 {
+		c.s.refuseRequest(c, ReasonThrottled)
+	}
+	return time.Duration((10 - c.tokens) / rate * float64(time.Second))
+}
+
+// throttleResume credits the wait after throttleDelay: what it overshoots
+// counts, so the rate holds on a busy machine.
+func (c *conn) throttleResume() {
+	rate := float64(c.s.cfg.RequestRate)
+	after := time.Now()
+	c.tokens = min(rate, c.tokens+after.Sub(c.lastReq).Seconds()*rate)
+	c.lastReq = after
+}
+
+// takeToken spends one request's token.
+func (c *conn) takeToken() {
+	if c.s.cfg.RequestRate > 0 {
+		c.tokens--
+	}
 }
 
 // yieldEvery is how many packets a reading goroutine handles before it
@@ -420,6 +451,10 @@ func (c *conn) stopping() bool {
 // wakeReader makes a reading goroutine blocked in a read look at the
 // connection's state (Drain has set it lingering).
 func (c *conn) wakeReader() {
+	if c.ev != nil {
+		c.ev.post()
+		return
+	}
 	if c.ws == nil {
 		_ = c.nc.SetReadDeadline(time.Now())
 	}

@@ -24,6 +24,9 @@ func startServer(t testing.TB, cfg Config) *Server {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
+	if cfg.Engine == "" {
+		cfg.Engine = engineOf(t)
+	}
 	s, err := New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, s.Start())

@@ -13,7 +13,9 @@ import (
 // exact totals, with every message from the right sender, every time. A
 // server that broadcast after releasing the room's lock lost a few
 // messages in about one run in 25; the repetition is what catches it.
-func TestTurnTakingIntegrity(t *testing.T) {
+func TestTurnTakingIntegrity(t *testing.T) { forEngines(t, testTurnTakingIntegrity) }
+
+func testTurnTakingIntegrity(t *testing.T) {
 	s := startServer(t, Config{})
 	runs, rooms, users, count := 30, 4, 20, 10
 	if testing.Short() {

@@ -22,7 +22,9 @@ import (
 // files, fills them, and requires that (1) connections over the limit are
 // closed at once rather than left waiting in the backlog, and (2) a room
 // opened before keeps chatting.
-func TestOpenFilesExhaustion(t *testing.T) {
+func TestOpenFilesExhaustion(t *testing.T) { forEngines(t, testOpenFilesExhaustion) }
+
+func testOpenFilesExhaustion(t *testing.T) {
 	const limit = 64
 	child := startChild(t, limit)
 

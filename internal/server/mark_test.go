@@ -236,7 +236,8 @@ const childEnv = "VOLANOGO_SERVER_TEST_CHILD"
 func startChild(t testing.TB, nofile int) *childServer {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "VOLANOGO_CHILD_NOFILE="+strconv.Itoa(nofile))
+	cmd.Env = append(os.Environ(), childEnv+"=1", "VOLANOGO_CHILD_NOFILE="+strconv.Itoa(nofile),
+		"VOLANOGO_CHILD_ENGINE="+engineOf(t))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	errBuf := &syncBuffer{}
@@ -330,7 +331,7 @@ func childMain() int {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := New(Config{Listen: "127.0.0.1:0", Logger: logger})
+	s, err := New(Config{Listen: "127.0.0.1:0", Logger: logger, Engine: os.Getenv("VOLANOGO_CHILD_ENGINE")})
 	if err == nil {
 		err = s.Start()
 	}

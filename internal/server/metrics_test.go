@@ -14,7 +14,9 @@ import (
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
-func TestMetrics(t *testing.T) {
+func TestMetrics(t *testing.T) { forEngines(t, testMetrics) }
+
+func testMetrics(t *testing.T) {
 	s := startServer(t, Config{MetricsListen: "127.0.0.1:0", Rooms: []string{"Lobby"}})
 	a := dial(t, s)
 	a.access("M")
@@ -89,7 +91,9 @@ volanogo_users 2
 
 // TestSlowConsumer: a member that stops reading is cut off once its
 // waiting bytes pass the send buffer, and the room goes on.
-func TestSlowConsumer(t *testing.T) {
+func TestSlowConsumer(t *testing.T) { forEngines(t, testSlowConsumer) }
+
+func testSlowConsumer(t *testing.T) {
 	s := startServer(t, Config{SendBuffer: 64 << 10})
 	a := dial(t, s)
 	a.access("Slow")

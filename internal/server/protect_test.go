@@ -39,7 +39,9 @@ func TestProtectiveDefaults(t *testing.T) {
 // TestAccessTimeout: a connection that sends nothing, or a part of its
 // Access, is closed once the access timeout is over, counted by reason,
 // and a real user is served meanwhile.
-func TestAccessTimeout(t *testing.T) {
+func TestAccessTimeout(t *testing.T) { forEngines(t, testAccessTimeout) }
+
+func testAccessTimeout(t *testing.T) {
 	s := startServer(t, Config{AccessTimeout: 300 * time.Millisecond})
 	silent := dial(t, s)
 	partial := dial(t, s)
@@ -61,7 +63,9 @@ func TestAccessTimeout(t *testing.T) {
 
 // TestWebSocketTimeouts: an upgrade request that never comes, and an
 // upgraded connection without an Access, are closed and counted.
-func TestWebSocketTimeouts(t *testing.T) {
+func TestWebSocketTimeouts(t *testing.T) { forEngines(t, testWebSocketTimeouts) }
+
+func testWebSocketTimeouts(t *testing.T) {
 	s := startServer(t, Config{WSListen: "127.0.0.1:0", HandshakeTimeout: 300 * time.Millisecond, AccessTimeout: 300 * time.Millisecond})
 	nc, err := net.Dial("tcp", s.WSAddr().String())
 	require.NoError(t, err)
@@ -101,7 +105,9 @@ func serverConn(t *testing.T, s *Server, cl net.Conn) *conn {
 // TestSendBufferBound: what waits for a client that never reads, queued
 // or handed to a write that has not returned, never passes the send
 // buffer plus one packet, until the client is cut off; its room goes on.
-func TestSendBufferBound(t *testing.T) {
+func TestSendBufferBound(t *testing.T) { forEngines(t, testSendBufferBound) }
+
+func testSendBufferBound(t *testing.T) {
 	const bound = 32 << 10
 	s := startServer(t, Config{SendBuffer: bound, SocketSendBuffer: 4096})
 	talker := dial(t, s)
@@ -138,7 +144,9 @@ func TestSendBufferBound(t *testing.T) {
 
 // TestWebSocketSendBufferBound: the same on WebSocket, where the writer
 // takes the whole queue at once.
-func TestWebSocketSendBufferBound(t *testing.T) {
+func TestWebSocketSendBufferBound(t *testing.T) { forEngines(t, testWebSocketSendBufferBound) }
+
+func testWebSocketSendBufferBound(t *testing.T) {
 	const bound = 32 << 10
 	s := startServer(t, Config{WSListen: "127.0.0.1:0", SendBuffer: bound})
 	talker := dial(t, s)
@@ -190,7 +198,9 @@ func TestWebSocketSendBufferBound(t *testing.T) {
 // TestPrivateSessionCap: one connection's EnterPrivate requests past the
 // cap are refused without a reply; inviting oneself counts like any
 // other; closing ends every session and tells the other members.
-func TestPrivateSessionCap(t *testing.T) {
+func TestPrivateSessionCap(t *testing.T) { forEngines(t, testPrivateSessionCap) }
+
+func testPrivateSessionCap(t *testing.T) {
 	s := startServer(t, Config{MaxPrivate: 5})
 	a := dial(t, s)
 	a.access("P")
@@ -248,7 +258,9 @@ func TestPrivateSessionCap(t *testing.T) {
 // TestMaxRooms: past the dynamic-room limit an Access is accepted but its
 // room is not created, so entering it is NO_SUCH_ROOM; permanent rooms do
 // not count.
-func TestMaxRooms(t *testing.T) {
+func TestMaxRooms(t *testing.T) { forEngines(t, testMaxRooms) }
+
+func testMaxRooms(t *testing.T) {
 	s := startServer(t, Config{Rooms: []string{"Lobby"}, MaxRooms: 2})
 	a := dial(t, s)
 	a.access("D1")
@@ -268,7 +280,9 @@ func TestMaxRooms(t *testing.T) {
 
 // TestRoomListBounded: the room list of an Access or RoomList confirm
 // stops at the count and at the byte bound.
-func TestRoomListBounded(t *testing.T) {
+func TestRoomListBounded(t *testing.T) { forEngines(t, testRoomListBounded) }
+
+func testRoomListBounded(t *testing.T) {
 	s := startServer(t, Config{RoomListMax: 3, MaxRoomName: 300})
 	var held []*client
 	for i := range 5 {
@@ -311,10 +325,12 @@ func (c *client) access2() []string {
 
 // TestWarnRateLimited: a flood of malformed connections gives one warning
 // per reason per interval, with the count, and the metrics count them all.
-func TestWarnRateLimited(t *testing.T) {
+func TestWarnRateLimited(t *testing.T) { forEngines(t, testWarnRateLimited) }
+
+func testWarnRateLimited(t *testing.T) {
 	var logBuf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s, err := New(Config{Listen: "127.0.0.1:0", Logger: logger, LogInterval: time.Hour})
+	s, err := New(Config{Listen: "127.0.0.1:0", Logger: logger, LogInterval: time.Hour, Engine: engineOf(t)})
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
 	const n = 40
@@ -336,7 +352,9 @@ func TestWarnRateLimited(t *testing.T) {
 	assert.Contains(t, out, "last_error=")
 }
 
-func TestHealthAndReady(t *testing.T) {
+func TestHealthAndReady(t *testing.T) { forEngines(t, testHealthAndReady) }
+
+func testHealthAndReady(t *testing.T) {
 	s := startServer(t, Config{MetricsListen: "127.0.0.1:0"})
 	cl := http.Client{Timeout: 5 * time.Second}
 	get := func(path string) (int, string) {
@@ -360,8 +378,10 @@ func TestHealthAndReady(t *testing.T) {
 
 // TestDrain: a graceful stop under load lets every queued packet out,
 // closes with a FIN rather than a reset, and refuses new connections.
-func TestDrain(t *testing.T) {
-	s, err := New(Config{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DrainTimeout: 5 * time.Second})
+func TestDrain(t *testing.T) { forEngines(t, testDrain) }
+
+func testDrain(t *testing.T) {
+	s, err := New(Config{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DrainTimeout: 5 * time.Second, Engine: engineOf(t)})
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
 	a := dial(t, s)

@@ -14,7 +14,9 @@ import (
 // The scenarios of the protocol sheet's sections 5 and 6, numbered as in
 // testdata/captures/probe-replies.txt where the original server's answer
 // was recorded.
-func TestScenarios(t *testing.T) {
+func TestScenarios(t *testing.T) { forEngines(t, testScenarios) }
+
+func testScenarios(t *testing.T) {
 	s := startServer(t, Config{Rooms: sampleRooms})
 	closedBy := func(reason string) func() bool {
 		return func() bool { return s.counters.closed[reason].Load() > 0 }
@@ -341,7 +343,9 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
-func TestDynamicRoomsComeAndGo(t *testing.T) {
+func TestDynamicRoomsComeAndGo(t *testing.T) { forEngines(t, testDynamicRoomsComeAndGo) }
+
+func testDynamicRoomsComeAndGo(t *testing.T) {
 	s := startServer(t, Config{Rooms: []string{"Lobby"}})
 	a := dial(t, s)
 	got := a.access("Dyn")
@@ -362,7 +366,9 @@ func TestDynamicRoomsComeAndGo(t *testing.T) {
 	assert.NotNil(t, s.findRoom("Lobby"), "permanent rooms stay")
 }
 
-func TestIdlePing(t *testing.T) {
+func TestIdlePing(t *testing.T) { forEngines(t, testIdlePing) }
+
+func testIdlePing(t *testing.T) {
 	s := startServer(t, Config{IdleTimeout: 100 * time.Millisecond})
 	c := dial(t, s)
 	c.access("")
@@ -373,7 +379,9 @@ func TestIdlePing(t *testing.T) {
 	waitFor(t, "idle close counted", func() bool { return s.counters.closed[ReasonIdle].Load() == 1 })
 }
 
-func TestMaxConnections(t *testing.T) {
+func TestMaxConnections(t *testing.T) { forEngines(t, testMaxConnections) }
+
+func testMaxConnections(t *testing.T) {
 	s := startServer(t, Config{MaxConnections: 2})
 	a := dial(t, s)
 	a.access("")

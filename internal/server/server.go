@@ -19,6 +19,11 @@
 // reader never stalls a room: when its waiting bytes pass the send buffer
 // it is closed (reason slow_consumer).
 //
+// That is the goroutine engine, the default. The epoll engine
+// (Config.Engine, Linux) serves TCP connections from a few event loops
+// instead, with the same handlers and the same relay; see
+// engine_epoll_linux.go.
+//
 // Every protocol violation closes only the connection that made it, and
 // is counted by reason in volanogo_connections_closed_total.
 //
@@ -185,11 +190,25 @@ type Config struct {
 	// LogInterval is the period of the warnings about closed connections:
 	// one line per reason per interval, with a count (default 10 s).
 	LogInterval time.Duration
+	// Engine serves the TCP chat connections: EngineGoroutine (default: a
+	// goroutine per connection) or EngineEpoll (Linux: a few event loops,
+	// no goroutine per connection). WebSocket connections are served by
+	// goroutines on every engine.
+	Engine string
+	// Loops is the epoll engine's event loops (default: one per processor,
+	// GOMAXPROCS).
+	Loops int
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
 	// Registry receives the server's metrics; nil creates a private one.
 	Registry *prometheus.Registry
 }
+
+// The engines of Config.Engine.
+const (
+	EngineGoroutine = "goroutine"
+	EngineEpoll     = "epoll"
+)
 
 // Off turns off a limit or deadline of Config that is on by default.
 const Off = -1
@@ -227,6 +246,9 @@ func (c *Config) setDefaults() {
 	defaultDuration(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	defaultDuration(&c.DrainTimeout, DefaultDrainTimeout)
 	defaultDuration(&c.LogInterval, 10*time.Second)
+	if c.Engine == "" {
+		c.Engine = EngineGoroutine
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -253,6 +275,12 @@ func (c *Config) check() error {
 		if v.v < Off {
 			return fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)
 		}
+	}
+	if err := checkEngine(c.Engine); err != nil {
+		return err
+	}
+	if c.Loops < 0 {
+		return fmt.Errorf("loops must not be negative (got %d)", c.Loops)
 	}
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("max connections must not be negative (got %d)", c.MaxConnections)
@@ -323,6 +351,7 @@ type Server struct {
 	draining      atomic.Bool
 
 	wg         sync.WaitGroup // accept loops, HTTP servers and connections
+	ev         *evEngine      // the epoll engine's loops, once started; guarded by mu
 	lastEMFILE atomic.Int64   // unix nanos of the last "out of descriptors" log line
 }
 
@@ -364,6 +393,7 @@ func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
 func (s *Server) Start() error {
 	fail := func(err error) error {
 		s.closeListeners()
+		s.stopEngine()
 		s.warn.stop()
 		return err
 	}
@@ -531,6 +561,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer s.warn.stop()
 	select {
 	case <-done:
+		s.stopEngine()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("shutdown: %w", ctx.Err())
@@ -578,6 +609,7 @@ func (s *Server) ServeTCP(ln net.Listener) {
 	}
 	s.mu.Unlock()
 	a := &acceptor{s: s, ln: ln}
+	a.accept = s.engineAccept(ln)
 	a.holdReserve()
 	s.chatListeners.Add(1)
 	s.wg.Add(1)
@@ -595,6 +627,7 @@ func (s *Server) ServeTCP(ln net.Listener) {
 type acceptor struct {
 	s       *Server
 	ln      net.Listener
+	accept  func() (net.Conn, error) // ln.Accept, or the engine's
 	reserve *os.File
 }
 
@@ -627,7 +660,7 @@ func (a *acceptor) loop() {
 	defer a.releaseReserve()
 	for {
 		a.holdReserve()
-		nc, err := a.ln.Accept()
+		nc, err := a.accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -640,7 +673,10 @@ func (a *acceptor) loop() {
 			_ = nc.Close()
 			continue
 		}
-		if tc, ok := nc.(*net.TCPConn); ok {
+		if tc, ok := nc.(interface {
+			SetNoDelay(bool) error
+			SetWriteBuffer(int) error
+		}); ok {
 			_ = tc.SetNoDelay(true)
 			if s.cfg.SocketSendBuffer > 0 {
 				_ = tc.SetWriteBuffer(s.cfg.SocketSendBuffer)
@@ -657,7 +693,7 @@ func (a *acceptor) loop() {
 			c.closeSilently()
 			return
 		}
-		go c.serve()
+		s.serveConn(c)
 	}
 }
 

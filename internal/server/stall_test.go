@@ -44,7 +44,9 @@ func roundTrip(t *testing.T, s *Server, room, name string) time.Duration {
 
 // TestNoStallClosingManySessions: while a connection with 30,000 private
 // sessions closes, another pair's session ends and is told at once.
-func TestNoStallClosingManySessions(t *testing.T) {
+func TestNoStallClosingManySessions(t *testing.T) { forEngines(t, testNoStallClosingManySessions) }
+
+func testNoStallClosingManySessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 30,000 sessions")
 	}
@@ -98,7 +100,9 @@ func TestNoStallClosingManySessions(t *testing.T) {
 // TestNoStallRoomListFlood: a client floods RoomList requests whose filter
 // matches none of 20,000 rooms; others' Access and EnterRoom, which take
 // the server's lock, stay fast.
-func TestNoStallRoomListFlood(t *testing.T) {
+func TestNoStallRoomListFlood(t *testing.T) { forEngines(t, testNoStallRoomListFlood) }
+
+func testNoStallRoomListFlood(t *testing.T) {
 	rooms := make([]string, 20000)
 	for i := range rooms {
 		rooms[i] = "Permanent room number " + strconv.Itoa(i)
@@ -136,7 +140,9 @@ func TestNoStallRoomListFlood(t *testing.T) {
 
 // TestNoStallManyRooms: a connection in 5,000 rooms; entering one more,
 // and another user entering one of them, cost no more than usual.
-func TestNoStallManyRooms(t *testing.T) {
+func TestNoStallManyRooms(t *testing.T) { forEngines(t, testNoStallManyRooms) }
+
+func testNoStallManyRooms(t *testing.T) {
 	rooms := make([]string, 5001)
 	for i := range rooms {
 		rooms[i] = "R" + strconv.Itoa(i)
@@ -167,7 +173,9 @@ func TestNoStallManyRooms(t *testing.T) {
 // TestRequestRate: past a burst of a second's worth, a connection's
 // requests other than chats are paced to the rate, all of them answered;
 // chats are not paced.
-func TestRequestRate(t *testing.T) {
+func TestRequestRate(t *testing.T) { forEngines(t, testRequestRate) }
+
+func testRequestRate(t *testing.T) {
 	s := startServer(t, Config{RequestRate: 500})
 	c := dial(t, s)
 	c.access("Rate")
@@ -209,7 +217,9 @@ func (noObserver) Start(context.Context) (time.Time, error) { return time.Time{}
 // TestBenchmarkRunsUnaffected: the defaults that protect (deadlines,
 // request pacing, room and session limits, bounded room lists) leave
 // turn-taking, paced and churn runs of the swarm whole.
-func TestBenchmarkRunsUnaffected(t *testing.T) {
+func TestBenchmarkRunsUnaffected(t *testing.T) { forEngines(t, testBenchmarkRunsUnaffected) }
+
+func testBenchmarkRunsUnaffected(t *testing.T) {
 	s := startServer(t, Config{})
 	target := swarm.Target{Transport: swarm.TransportTCP, Addr: s.Addr().String()}
 	for _, spec := range []swarm.Spec{

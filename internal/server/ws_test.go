@@ -49,7 +49,9 @@ func (c *wsClient) expect() protocol.Packet {
 }
 
 // TestWebSocket chats between a WebSocket user and a TCP user in one room.
-func TestWebSocket(t *testing.T) {
+func TestWebSocket(t *testing.T) { forEngines(t, testWebSocket) }
+
+func testWebSocket(t *testing.T) {
 	s := startServer(t, Config{WSListen: "127.0.0.1:0", WSOrigins: []string{"https://chat.example"}})
 	w, _, err := dialWS(t, s, "")
 	require.NoError(t, err)
@@ -105,7 +107,9 @@ func TestWebSocket(t *testing.T) {
 	waitFor(t, "protocol closes counted", func() bool { return s.counters.closed[ReasonProtocol].Load() == 2 })
 }
 
-func TestWebSocketOrigins(t *testing.T) {
+func TestWebSocketOrigins(t *testing.T) { forEngines(t, testWebSocketOrigins) }
+
+func testWebSocketOrigins(t *testing.T) {
 	s := startServer(t, Config{WSListen: "127.0.0.1:0", WSOrigins: []string{"https://chat.example"}})
 	_, resp, err := dialWS(t, s, "https://evil.example")
 	require.Error(t, err)

@@ -1,0 +1,851 @@
+//go:build linux
+
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// The epoll engine (Config.Engine EngineEpoll) serves TCP connections
+// without a goroutine each: a few event loops, each a goroutine locked to
+// its OS thread and blocked in epoll_wait, read the ready sockets and run
+// the same packet handlers (conn.handle) as the goroutine engine, on the
+// loop's thread. Relaying is unchanged: a chat is written by the sender's
+// loop, under the room's lock, straight into each receiver's socket;
+// what a socket does not take waits in the receiver's buffer, and the
+// receiver's own loop writes it when epoll reports room (EPOLLOUT),
+// instead of a writer goroutine.
+//
+// The accept loop takes connections from the listener as before; each
+// socket then leaves Go's poller (a duplicate of its descriptor is kept,
+// the net.Conn closed: a listener's RawConn cannot wait for readiness,
+// so accept4 on it is not an option). A connection's descriptor is closed by its loop only: a
+// close from anywhere else (a slow consumer cut by another loop's relay,
+// Shutdown) shuts the socket down, which the loop sees as readable, and
+// posts it to the loop.
+//
+// Readiness is level-triggered. A ready socket gets one read per wait:
+// the packets that read completes are handled, and a socket with more
+// to read is reported again by the next wait, after the other ready
+// sockets have had their turn (the goroutine engine yields every 32
+// packets for the same fairness).
+//
+// Deadlines (the Access deadline, the idle timeout, the write stall, the
+// drain after a refusal) are checked by a scan of the loop's connections
+// every tick: an eighth of the shortest of them, between 5 ms and 250 ms.
+// A connection paced by --request-rate is paused (no EPOLLIN) until its
+// wait is over, rather than sleeping on the loop.
+
+func checkEngine(name string) error {
+	switch name {
+	case EngineGoroutine, EngineEpoll:
+		return nil
+	}
+	return errors.New("engine must be goroutine or epoll (got " + strconv.Quote(name) + ")")
+}
+
+// errWouldBlock is what an evSock read returns when the socket has
+// nothing more now (or the read budget of this wake-up is spent). It is
+// a timeout to protocol.Reader, which keeps a partial packet and may be
+// called again.
+var errWouldBlock = wouldBlock{}
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "read would block" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+// evSock states.
+const (
+	sockLoose    = iota // accepted, not yet handed to a loop: Close closes it
+	sockAttached        // a loop owns it: Close shuts it down and tells the loop
+	sockClosing         // shut down, the loop will close it
+	sockClosed          // the descriptor is closed
+)
+
+// evSock is one TCP connection of the epoll engine: a net.Conn over the
+// raw non-blocking socket (what the accept loop, protocol.Reader and
+// closeLocked see) and the state its loop keeps for it.
+type evSock struct {
+	fd     int
+	remote *net.TCPAddr
+	state  atomic.Int32
+	c      *conn
+	loop   *evLoop
+
+	// Owned by the loop.
+	budget   int   // reads left in this wake-up
+	slot     int32 // index in loop.slots; -1 once released
+	queued   bool  // in loop.queue (guarded by loop.qmu)
+	accessBy int64 // unix nanos: the Access deadline (0: none)
+	idleAt   int64 // unix nanos: the next idle check (0: not armed)
+	seen     uint64
+	lingerBy int64 // unix nanos: the end of the drain (0: not draining)
+	pauseBy  int64 // unix nanos: a paused connection resumes then
+	held     protocol.Frame
+
+	// Guarded by conn.mu.
+	registered bool
+	paused     bool
+	sawEOF     bool // draining, the client closed: no more reading
+	mask       uint32
+	stallBy    int64 // unix nanos: the write stall deadline of the current batch
+	batchLeft  int   // bytes of the current batch not yet written
+}
+
+func (k *evSock) Read(p []byte) (int, error) {
+	if k.budget <= 0 || len(p) == 0 {
+		return 0, errWouldBlock
+	}
+	k.budget--
+	for {
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(k.fd),
+			uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
+		switch {
+		case errno == syscall.EINTR:
+			continue
+		case errno == syscall.EAGAIN:
+			return 0, errWouldBlock
+		case errno != 0:
+			return 0, os.NewSyscallError("read", errno)
+		case n == 0:
+			return 0, io.EOF
+		}
+		return int(n), nil
+	}
+}
+
+// Write writes what the socket takes now; the server writes through
+// tryWrite and its loop, never through this.
+func (k *evSock) Write(p []byte) (int, error) {
+	n, err := writeNonblock(uintptr(k.fd), p)
+	if err == nil && n < len(p) {
+		err = errWouldBlock
+	}
+	return n, err
+}
+
+// Close closes a socket no loop has; for one a loop has, it shuts the
+// socket down (the client sees the close now) and tells the loop, which
+// closes the descriptor once the connection is finished. For a tracked
+// connection it is called under conn.mu (closeLocked).
+func (k *evSock) Close() error {
+	for {
+		switch k.state.Load() {
+		case sockLoose:
+			if k.state.CompareAndSwap(sockLoose, sockClosed) {
+				return unix.Close(k.fd)
+			}
+		case sockAttached:
+			if k.state.CompareAndSwap(sockAttached, sockClosing) {
+				err := unix.Shutdown(k.fd, unix.SHUT_RDWR)
+				k.post()
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// CloseWrite sends a FIN (conn.shutdownWriteLocked, under conn.mu).
+func (k *evSock) CloseWrite() error {
+	if k.state.Load() >= sockClosing {
+		return nil
+	}
+	return unix.Shutdown(k.fd, unix.SHUT_WR)
+}
+
+func (k *evSock) SetNoDelay(on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	return unix.SetsockoptInt(k.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
+}
+
+func (k *evSock) SetWriteBuffer(n int) error {
+	return unix.SetsockoptInt(k.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, n)
+}
+
+func (k *evSock) LocalAddr() net.Addr {
+	sa, err := unix.Getsockname(k.fd)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return sockaddrTCP(sa)
+}
+
+func (k *evSock) RemoteAddr() net.Addr { return k.remote }
+
+// The loop keeps the deadlines; these are not used.
+func (k *evSock) SetDeadline(time.Time) error      { return nil }
+func (k *evSock) SetReadDeadline(time.Time) error  { return nil }
+func (k *evSock) SetWriteDeadline(time.Time) error { return nil }
+
+func sockaddrTCP(sa unix.Sockaddr) *net.TCPAddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(append([]byte(nil), a.Addr[:]...)), Port: a.Port}
+	case *unix.SockaddrInet6:
+		zone := ""
+		if a.ZoneId != 0 {
+			zone = strconv.Itoa(int(a.ZoneId))
+		}
+		return &net.TCPAddr{IP: net.IP(append([]byte(nil), a.Addr[:]...)), Port: a.Port, Zone: zone}
+	}
+	return &net.TCPAddr{}
+}
+
+// attachConn makes c the connection of k (newTCPConn) and picks its
+// loop, before the connection is tracked (so before anything may post
+// it).
+func (k *evSock) attachConn(c *conn) {
+	k.c = c
+	c.ev = k
+	c.fd = k.fd
+	c.s.mu.Lock()
+	if e := c.s.ev; e != nil {
+		k.loop = e.loops[int(e.next.Add(1))%len(e.loops)]
+	}
+	c.s.mu.Unlock()
+}
+
+// post queues the connection for its loop's attention (new, closed, or
+// draining) and wakes the loop.
+func (k *evSock) post() {
+	l := k.loop
+	if l == nil {
+		return
+	}
+	l.qmu.Lock()
+	if k.queued {
+		l.qmu.Unlock()
+		return
+	}
+	k.queued = true
+	l.queue = append(l.queue, k.c)
+	wake := !l.signalled
+	l.signalled = true
+	l.qmu.Unlock()
+	if wake {
+		l.wake()
+	}
+}
+
+// evEngine is a server's event loops.
+type evEngine struct {
+	loops []*evLoop
+	next  atomic.Uint32
+	wg    sync.WaitGroup
+}
+
+// evLoop is one event loop: an epoll instance and its connections.
+type evLoop struct {
+	s            *Server
+	epfd, wakefd int
+	tick         time.Duration
+
+	qmu       sync.Mutex // guards queue, signalled, stop
+	queue     []*conn
+	signalled bool
+	stop      bool
+
+	// Owned by the loop.
+	slots    []*conn
+	free     []int32
+	freeNext []int32 // slots released in this pass, free from the next
+	open     int
+	paused   []*conn
+	nextScan time.Time
+	events   []unix.EpollEvent
+	discard  [512]byte
+}
+
+// wakeSlot marks the eventfd in epoll's data.
+const wakeSlot = -1
+
+// engineAccept returns the acceptor's accept function: the listener's
+// own, or on the epoll engine accept4 on its descriptor.
+func (s *Server) engineAccept(ln net.Listener) func() (net.Conn, error) {
+	tl, ok := ln.(*net.TCPListener)
+	if s.cfg.Engine != EngineEpoll || !ok || s.startEngine() == nil {
+		return ln.Accept
+	}
+	return func() (net.Conn, error) {
+		nc, err := tl.AcceptTCP()
+		if err != nil {
+			return nil, err
+		}
+		// The socket leaves Go's poller: a duplicate of its descriptor
+		// (sharing the non-blocking file description) stays, the
+		// original is closed. Without a descriptor to spare (at the
+		// open-files limit) the connection is served by a goroutine.
+		rc, err := nc.SyscallConn()
+		if err != nil {
+			return nc, nil
+		}
+		fd := -1
+		_ = rc.Control(func(s uintptr) { fd, _ = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) })
+		if fd < 0 {
+			return nc, nil
+		}
+		remote, _ := nc.RemoteAddr().(*net.TCPAddr)
+		_ = nc.Close()
+		return &evSock{fd: fd, remote: remote, slot: -1}, nil
+	}
+}
+
+// startEngine starts the loops once; nil if they cannot be (logged: the
+// connections are then served by goroutines).
+func (s *Server) startEngine() *evEngine {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ev != nil {
+		return s.ev
+	}
+	n := s.cfg.Loops
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	tick := 250 * time.Millisecond
+	for _, d := range []time.Duration{s.cfg.AccessTimeout, s.cfg.IdleTimeout, writeStall} {
+		if d > 0 {
+			tick = min(tick, d/8)
+		}
+	}
+	tick = max(tick, 5*time.Millisecond)
+	e := &evEngine{}
+	for range n {
+		l, err := newEvLoop(s, tick)
+		if err != nil {
+			s.log.Error("epoll engine: cannot start, serving with goroutines", "err", err)
+			e.stop()
+			return nil
+		}
+		e.loops = append(e.loops, l)
+		e.wg.Add(1)
+		go func() { defer e.wg.Done(); l.run() }()
+	}
+	s.ev = e
+	return e
+}
+
+// stopEngine stops the loops (Shutdown, once every connection is
+// finished).
+func (s *Server) stopEngine() {
+	s.mu.Lock()
+	e := s.ev
+	s.ev = nil
+	s.mu.Unlock()
+	if e != nil {
+		e.stop()
+	}
+}
+
+func (e *evEngine) stop() {
+	for _, l := range e.loops {
+		l.qmu.Lock()
+		l.stop = true
+		l.qmu.Unlock()
+		l.wake()
+	}
+	e.wg.Wait()
+	for _, l := range e.loops {
+		unix.Close(l.epfd)
+		unix.Close(l.wakefd)
+	}
+}
+
+// serveConn serves a tracked connection: on its goroutine, or on a loop.
+func (s *Server) serveConn(c *conn) {
+	k := c.ev
+	if k == nil {
+		go c.serve()
+		return
+	}
+	if k.loop == nil {
+		// the engine stopped (the server is closing)
+		c.close(ReasonShutdown)
+		c.finish()
+		return
+	}
+	if s.cfg.AccessTimeout > 0 {
+		k.accessBy = time.Now().Add(s.cfg.AccessTimeout).UnixNano()
+	}
+	k.state.Store(sockAttached)
+	k.post()
+}
+
+func newEvLoop(s *Server, tick time.Duration) (*evLoop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: wakeSlot}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(wakefd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	return &evLoop{s: s, epfd: epfd, wakefd: wakefd, tick: tick, events: make([]unix.EpollEvent, 256)}, nil
+}
+
+func (l *evLoop) wake() {
+	one := [8]byte{1}
+	_, _ = unix.Write(l.wakefd, one[:])
+}
+
+// run is the loop, on its own OS thread.
+func (l *evLoop) run() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for {
+		n, err := unix.EpollWait(l.epfd, l.events, l.waitMillis())
+		if err != nil && err != unix.EINTR {
+			l.s.log.Error("epoll engine: epoll_wait failed", "err", err)
+			return
+		}
+		for i := range max(n, 0) {
+			ev := l.events[i]
+			if ev.Fd == wakeSlot {
+				var b [8]byte
+				_, _ = unix.Read(l.wakefd, b[:])
+				if l.runQueue() {
+					return
+				}
+				continue
+			}
+			if c := l.slots[ev.Fd]; c != nil {
+				l.service(c, ev.Events)
+			}
+		}
+		now := time.Now()
+		if len(l.paused) > 0 {
+			l.resumePaused(now.UnixNano())
+		}
+		if !now.Before(l.nextScan) {
+			l.scan(now.UnixNano())
+			l.nextScan = now.Add(l.tick)
+		}
+		l.free = append(l.free, l.freeNext...)
+		l.freeNext = l.freeNext[:0]
+	}
+}
+
+// waitMillis is epoll_wait's timeout: until the next scan or resume;
+// forever with no connections.
+func (l *evLoop) waitMillis() int {
+	if l.open == 0 {
+		return -1
+	}
+	until := l.nextScan
+	now := time.Now()
+	for _, c := range l.paused {
+		if t := time.Unix(0, c.ev.pauseBy); t.Before(until) {
+			until = t
+		}
+	}
+	d := until.Sub(now)
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// runQueue handles the posted connections; true when the loop must stop.
+func (l *evLoop) runQueue() bool {
+	l.qmu.Lock()
+	q := l.queue
+	l.queue = nil
+	l.signalled = false
+	stop := l.stop
+	for _, c := range q {
+		c.ev.queued = false
+	}
+	l.qmu.Unlock()
+	for _, c := range q {
+		k := c.ev
+		if k.slot < 0 {
+			if k.state.Load() == sockClosed {
+				continue // released already
+			}
+			l.register(c)
+		}
+		l.settle(c)
+	}
+	return stop
+}
+
+// register adds a new connection to the loop.
+func (l *evLoop) register(c *conn) {
+	k := c.ev
+	if n := len(l.free); n > 0 {
+		k.slot = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		k.slot = int32(len(l.slots))
+		l.slots = append(l.slots, nil)
+	}
+	l.slots[k.slot] = c
+	l.open++
+	if l.open == 1 {
+		l.nextScan = time.Now().Add(l.tick)
+	}
+	c.mu.Lock()
+	k.mask = c.evMaskLocked()
+	ev := unix.EpollEvent{Events: k.mask, Fd: k.slot}
+	err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, k.fd, &ev)
+	k.registered = err == nil
+	if err != nil {
+		c.closeLocked(ReasonReadError)
+		c.detail = "epoll_ctl: " + err.Error()
+	}
+	c.mu.Unlock()
+}
+
+// service handles one readiness report.
+func (l *evLoop) service(c *conn, events uint32) {
+	k := c.ev
+	if events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.evWriteOut()
+	}
+	if events&^uint32(unix.EPOLLOUT) != 0 {
+		switch {
+		case k.paused:
+			if events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				l.resume(c) // a client that hung up is not paced
+			}
+		case k.lingerBy != 0:
+			l.drainRead(c)
+		default:
+			l.readIn(c)
+		}
+	}
+	l.settle(c)
+}
+
+// settle releases a closed connection and starts the drain of one being
+// let go.
+func (l *evLoop) settle(c *conn) {
+	k := c.ev
+	c.mu.Lock()
+	closed, lingering := c.closed, c.lingering
+	c.mu.Unlock()
+	switch {
+	case closed:
+		l.release(c)
+	case lingering != "" && k.lingerBy == 0:
+		// drain: a second at most for the reply to go out and the
+		// client to close
+		k.lingerBy = time.Now().Add(time.Second).UnixNano()
+		if k.paused {
+			k.paused = false
+			k.held = protocol.Frame{}
+			c.evUpdate()
+		}
+		l.drainRead(c)
+		c.mu.Lock()
+		closed = c.closed
+		c.mu.Unlock()
+		if closed {
+			l.release(c)
+		}
+	}
+}
+
+// readIn reads the socket once and handles the packets that completes.
+func (l *evLoop) readIn(c *conn) {
+	k := c.ev
+	k.budget = 1
+	for {
+		c.mu.Lock()
+		stop := c.closed || c.lingering != ""
+		c.mu.Unlock()
+		if stop {
+			return
+		}
+		f, err := c.reader.Next()
+		if err != nil {
+			if errors.Is(err, errWouldBlock) {
+				return
+			}
+			c.closeFor(readCloseReason(err), err)
+			if !errors.Is(err, io.EOF) {
+				c.s.log.Debug("connection closed", "remote", c.remote, "err", err)
+			}
+			return
+		}
+		c.packets++
+		c.s.counters.in(f.ID, len(f.Raw))
+		if f.ID != protocol.IDChat {
+			if d := c.throttleDelay(); d > 0 {
+				l.pause(c, f, d)
+				return
+			}
+			c.takeToken()
+		}
+		c.handle(f)
+	}
+}
+
+// pause holds the packet f of a connection paced by the request rate
+// and stops reading it for d.
+func (l *evLoop) pause(c *conn, f protocol.Frame, d time.Duration) {
+	k := c.ev
+	k.held = f // valid: the reader is not called until resume
+	k.pauseBy = time.Now().Add(d).UnixNano()
+	c.mu.Lock()
+	k.paused = true
+	c.evUpdateLocked()
+	c.mu.Unlock()
+	l.paused = append(l.paused, c)
+}
+
+func (l *evLoop) resumePaused(now int64) {
+	kept := l.paused[:0]
+	var due []*conn
+	for _, c := range l.paused {
+		k := c.ev
+		switch {
+		case !k.paused || k.slot < 0:
+		case k.pauseBy <= now:
+			due = append(due, c)
+		default:
+			kept = append(kept, c)
+		}
+	}
+	clear(l.paused[len(kept):])
+	l.paused = kept
+	for _, c := range due {
+		l.resume(c)
+		l.settle(c)
+	}
+}
+
+// resume handles a paused connection's held packet and reads on.
+func (l *evLoop) resume(c *conn) {
+	k := c.ev
+	if !k.paused {
+		return
+	}
+	c.mu.Lock()
+	k.paused = false
+	c.evUpdateLocked()
+	stop := c.closed || c.lingering != ""
+	c.mu.Unlock()
+	f := k.held
+	k.held = protocol.Frame{}
+	if stop {
+		return
+	}
+	c.throttleResume()
+	c.takeToken()
+	c.handle(f)
+	l.readIn(c)
+}
+
+// drainRead reads and discards the input of a connection being let go;
+// at its end of stream the connection closes, once its reply is out.
+func (l *evLoop) drainRead(c *conn) {
+	k := c.ev
+	if k.sawEOF {
+		return
+	}
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(k.fd),
+		uintptr(unsafe.Pointer(&l.discard[0])), uintptr(len(l.discard)), 0, 0, 0)
+	if errno == syscall.EAGAIN || errno == syscall.EINTR || (errno == 0 && n > 0) {
+		return
+	}
+	c.mu.Lock()
+	if c.flushing && !c.closed {
+		k.sawEOF = true // closed by evWriteOut once the reply is out
+		c.evUpdateLocked()
+	} else {
+		c.closeLocked(c.lingering)
+	}
+	c.mu.Unlock()
+}
+
+// scan checks the deadlines of the loop's connections.
+func (l *evLoop) scan(now int64) {
+	cfg := &l.s.cfg
+	for _, c := range l.slots {
+		if c == nil {
+			continue
+		}
+		k := c.ev
+		c.mu.Lock()
+		switch {
+		case c.closed:
+		case k.lingerBy != 0:
+			if now > k.lingerBy {
+				c.closeLocked(c.lingering)
+			}
+		case c.flushing && now > k.stallBy:
+			c.closeLocked(ReasonSlowConsumer)
+		}
+		closed := c.closed
+		c.mu.Unlock()
+		if closed || k.lingerBy != 0 {
+			l.settle(c)
+			continue
+		}
+		if !c.accessed {
+			if k.accessBy != 0 && now > k.accessBy {
+				c.close(ReasonAccessTimeout)
+				l.settle(c)
+			}
+			continue
+		}
+		if cfg.IdleTimeout <= 0 {
+			continue
+		}
+		if k.idleAt == 0 {
+			k.idleAt, k.seen = now+int64(cfg.IdleTimeout), c.packets
+			continue
+		}
+		if now < k.idleAt {
+			continue
+		}
+		if c.packets != k.seen {
+			c.strikes = 0
+		} else {
+			c.strikes++
+			if c.strikes >= 2 {
+				c.close(ReasonIdle)
+				l.settle(c)
+				continue
+			}
+			c.sendPing()
+		}
+		k.idleAt, k.seen = now+int64(cfg.IdleTimeout), c.packets
+		l.settle(c)
+	}
+}
+
+// release closes a finished connection's descriptor and runs its
+// disconnect processing.
+func (l *evLoop) release(c *conn) {
+	k := c.ev
+	if k.slot < 0 {
+		return
+	}
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, k.fd, nil)
+	c.mu.Lock()
+	k.state.Store(sockClosed)
+	k.registered = false
+	_ = unix.Close(k.fd)
+	c.fd = -1
+	c.mu.Unlock()
+	l.slots[k.slot] = nil
+	l.freeNext = append(l.freeNext, k.slot)
+	k.slot = -1
+	k.held = protocol.Frame{}
+	l.open--
+	c.finish()
+}
+
+// evMaskLocked is the readiness the connection waits for.
+func (c *conn) evMaskLocked() uint32 {
+	k := c.ev
+	var m uint32
+	if !k.paused && !k.sawEOF {
+		m = unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if c.flushing {
+		m |= unix.EPOLLOUT
+	}
+	return m
+}
+
+func (c *conn) evUpdate() {
+	c.mu.Lock()
+	c.evUpdateLocked()
+	c.mu.Unlock()
+}
+
+// evUpdateLocked tells epoll the readiness the connection now waits for.
+func (c *conn) evUpdateLocked() {
+	k := c.ev
+	m := c.evMaskLocked()
+	if !k.registered || m == k.mask || c.closed {
+		return
+	}
+	ev := unix.EpollEvent{Events: m, Fd: k.slot}
+	if err := unix.EpollCtl(k.loop.epfd, unix.EPOLL_CTL_MOD, k.fd, &ev); err != nil {
+		c.detail = "epoll_ctl: " + err.Error()
+		c.closeLocked(ReasonWriteError)
+		return
+	}
+	k.mask = m
+}
+
+// evWantOut starts a write batch: bytes wait in out for the socket
+// (send, under c.mu, flushing just set).
+func (c *conn) evWantOut() {
+	k := c.ev
+	k.stallBy = time.Now().Add(writeStall).UnixNano()
+	k.batchLeft = len(c.out)
+	c.evUpdateLocked()
+}
+
+// evWriteOut writes what waits in out as far as the socket takes it.
+// Like the goroutine engine's writer, a batch (what waited when it
+// began) must be written within writeStall, or the client is a slow
+// consumer.
+func (c *conn) evWriteOut() {
+	k := c.ev
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || !c.flushing {
+		return
+	}
+	n, err := c.tryWrite(c.out)
+	if err != nil {
+		c.detail = err.Error()
+		c.closeLocked(ReasonWriteError)
+		return
+	}
+	c.out = c.out[:copy(c.out, c.out[n:])]
+	c.taken += int64(n)
+	k.batchLeft -= n
+	switch {
+	case len(c.out) == 0:
+		c.flushing = false
+		if cap(c.out) > 4096 {
+			c.out = nil
+		}
+		if c.lingering != "" {
+			if k.sawEOF {
+				c.closeLocked(c.lingering)
+				return
+			}
+			c.shutdownWriteLocked()
+		}
+	case k.batchLeft <= 0:
+		k.batchLeft = len(c.out)
+		k.stallBy = time.Now().Add(writeStall).UnixNano()
+	}
+	c.evUpdateLocked()
+}
