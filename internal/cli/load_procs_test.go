@@ -49,6 +49,11 @@ func TestMain(m *testing.M) {
 			in = badShard(os.Stdin, shard, port)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		go func() {
+			// as cmd/volanogo: a second signal ends the process at once
+			<-ctx.Done()
+			stop()
+		}()
 		code := Main(ctx, args, in, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)

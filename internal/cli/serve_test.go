@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/volanogo/volanogo/internal/handshake"
+	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 type lockedBuffer struct {
@@ -101,4 +107,137 @@ func TestServeBadInput(t *testing.T) {
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)
 		assert.Contains(t, errOut, tc.msg, "%v", tc.args)
 	}
+}
+
+// startServeProcess runs `volanogo serve` as a process (this test binary,
+// see TestMain) and returns it with its chat address.
+func startServeProcess(t *testing.T, args ...string) (*exec.Cmd, string, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, args...)...)
+	cmd.Env = append(os.Environ(), "VOLANOGO_TEST_MAIN=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case l := <-lines:
+		hs, ok := handshake.ParseServe(l)
+		require.True(t, ok, l)
+		return cmd, hs.Chat, &errb
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve did not start: %s", errb.String())
+	}
+	return nil, "", nil
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) *os.ProcessState {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return cmd.ProcessState
+	case <-time.After(within):
+		t.Fatalf("serve did not exit within %v", within)
+	}
+	return nil
+}
+
+// TestServeSIGTERMDrains: SIGTERM to a serving process under load stops
+// it accepting, every user reads its chats to the end and then a clean
+// close, and it exits 0; a second signal ends it at once.
+func TestServeSIGTERMDrains(t *testing.T) {
+	cmd, addr, errb := startServeProcess(t)
+	const users = 10
+	var conns []net.Conn
+	for i := range users {
+		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		require.NoError(t, err)
+		defer nc.Close()
+		conns = append(conns, nc)
+		b, err := (&protocol.Access{Type: protocol.Request, DefaultRoom: "Drain", AppletVersion: "2.13.4",
+			DocumentBase: "http://www.volano.com/chat.html"}).AppendPacket(nil)
+		require.NoError(t, err)
+		b, err = (&protocol.EnterRoom{Type: protocol.Request, RoomName: "Drain", UserName: "u" + strconv.Itoa(i), Profile: "p"}).AppendPacket(b)
+		require.NoError(t, err)
+		_, err = nc.Write(b)
+		require.NoError(t, err)
+	}
+	// the last user chats; the chats are on their way when the signal comes
+	var chats []byte
+	for i := range 200 {
+		b, err := (&protocol.Chat{Type: protocol.Request, RoomName: "Drain", UserName: "u9", Text: "m" + strconv.Itoa(i)}).AppendPacket(nil)
+		require.NoError(t, err)
+		chats = append(chats, b...)
+	}
+	_, err := conns[users-1].Write(chats)
+	require.NoError(t, err)
+	// every user reads until the server closes: a FIN after its packets
+	got := make(chan int, users)
+	for _, nc := range conns {
+		go func(nc net.Conn) {
+			_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+			r := protocol.NewReader(nc, 0)
+			n := 0
+			for {
+				p, err := r.ReadPacket()
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						n = -1
+					}
+					got <- n
+					return
+				}
+				if c, ok := p.(*protocol.Chat); ok && c.Type == protocol.Indication {
+					n++
+				}
+			}
+		}(nc)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	st := waitExit(t, cmd, 15*time.Second)
+	assert.Equal(t, 0, st.ExitCode(), errb.String())
+	for range users {
+		n := <-got
+		assert.GreaterOrEqual(t, n, 0, "a clean close (EOF), not a reset")
+	}
+	assert.Contains(t, errb.String(), "draining")
+	_, err = net.DialTimeout("tcp", addr, time.Second)
+	assert.Error(t, err, "not accepting")
+
+	// a second signal during a drain ends the process at once: a client
+	// that never closes keeps the drain waiting
+	cmd2, addr2, _ := startServeProcess(t, "--drain-timeout", "30s")
+	nc, err := net.DialTimeout("tcp", addr2, 5*time.Second)
+	require.NoError(t, err)
+	defer nc.Close()
+	b, err := (&protocol.Access{Type: protocol.Request, AppletVersion: "2.13.4", DocumentBase: "http://x.example/"}).AppendPacket(nil)
+	require.NoError(t, err)
+	_, err = nc.Write(b)
+	require.NoError(t, err)
+	_, err = protocol.NewReader(nc, 0).ReadPacket()
+	require.NoError(t, err)
+	require.NoError(t, cmd2.Process.Signal(syscall.SIGTERM))
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, cmd2.Process.Signal(syscall.SIGTERM))
+	st2 := waitExit(t, cmd2, 5*time.Second)
+	ws, ok := st2.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	assert.True(t, ws.Signaled(), "ended by the second signal: %v", st2)
 }
