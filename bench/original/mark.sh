@@ -19,7 +19,9 @@
 # The script ends by exec-ing java, so that the process a caller started
 # is the client itself (its CPU time is the client's). Environment: JAVA
 # (default: java), VOLANO_JAVA_OPTS (default: "-server -Xmx64m", what the
-# original loopback test used). VOLANO_DIR may stand for --volano-dir.
+# original loopback test used; past 50 rooms Mark needs more, such as the
+# original network test's "-server -Xmx256m -Xss256k"). VOLANO_DIR may
+# stand for --volano-dir.
 set -eu
 
 usage() {
