@@ -16,13 +16,33 @@ if [[ -z "$(git remote)" ]]; then
 	echo "note: no git remote: the snapshot's binaries will say 'commit none'" >&2
 fi
 
+# The container image (dockers_v2) needs docker buildx. Without it the
+# release skips the image, and tools/image assembles the same image from
+# the snapshot's own linux binaries, with no daemon: dist/image.
+skip=(--skip=publish)
+buildx=true
+if ! docker buildx version >/dev/null 2>&1; then
+	echo "note: no docker buildx: the image is assembled by tools/image from the snapshot's binaries (dist/image)" >&2
+	skip+=(--skip=docker)
+	buildx=false
+fi
+
 "${goreleaser[@]}" check
 "${goreleaser[@]}" build --snapshot --clean
 if [[ "${1:-}" != "--build-only" ]]; then
-	"${goreleaser[@]}" release --snapshot --clean --skip=publish
+	"${goreleaser[@]}" release --snapshot --clean "${skip[@]}"
+	if [[ $buildx == false ]]; then
+		version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)
+		bins=()
+		for arch in amd64 arm64; do
+			bin=$(find dist -path "dist/volanogo_linux_${arch}*/volanogo" -type f | head -n 1)
+			bins+=("linux/${arch}=${PWD}/${bin}")
+		done
+		go -C tools/image run . -o dist/image -version "${version}" -bin "$(IFS=,; echo "${bins[*]}")"
+	fi
 fi
 
 echo
 echo "dist/:"
-find dist -type f \( -name 'volanogo' -o -name 'volanogo.exe' -o -name '*.tar.gz' -o -name '*.zip' -o -name 'checksums.txt' \) \
+find dist -type f \( -name 'volanogo' -o -name 'volanogo.exe' -o -name '*.tar.gz' -o -name '*.zip' -o -name 'checksums.txt' -o -path 'dist/image/index.json' \) \
 	-printf '%10s  %p\n' | sort -k2
