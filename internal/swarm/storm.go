@@ -67,10 +67,22 @@ type stormRun struct {
 	mu        sync.Mutex
 	reconnect *hdrhistogram.Histogram
 
-	// drain: the last total of chats received, and how many ticks it has
-	// not changed (the watchdog's).
+	// drain: the last total of chats received, and since when (nanotime)
+	// it has not changed (the watchdog's); slowest is the longest delivery
+	// seen so far (any reader's).
 	lastReceived int64
-	quietTicks   int
+	quietSince   int64
+	slowest      atomic.Int64
+}
+
+// delivered notes a delivery that took d.
+func (sr *stormRun) delivered(d int64) {
+	for {
+		v := sr.slowest.Load()
+		if d <= v || sr.slowest.CompareAndSwap(v, d) {
+			return
+		}
+	}
 }
 
 // maxSends is the most chats a storm's user sends: count, or one per pause
@@ -383,10 +395,14 @@ func (rs *runState) stormDrained() bool {
 		}
 		total += r.received.Load()
 	}
-	if total != sr.lastReceived {
-		sr.lastReceived, sr.quietTicks = total, 0
+	now := nanotime()
+	if total != sr.lastReceived || sr.quietSince == 0 {
+		sr.lastReceived, sr.quietSince = total, now
 		return false
 	}
-	sr.quietTicks++
-	return sr.quietTicks >= 3
+	// Quiet for three ticks and for twice the slowest delivery so far: on
+	// a busy machine a chat in flight may take seconds (the drain's own
+	// deadline bounds the wait).
+	tick := int64(min(max(rs.spec.StallTimeout/8, 10*time.Millisecond), 250*time.Millisecond))
+	return now-sr.quietSince >= max(3*tick, 2*sr.slowest.Load())
 }

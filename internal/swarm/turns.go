@@ -346,6 +346,9 @@ func (u *user) pacedRead() error {
 					if slot.n.Load() == j {
 						u.record(kDelivery, now-sent)
 						u.record(kScheduled, now-sched)
+						if sr := r.rs.stormRun; sr != nil {
+							sr.delivered(now - sent)
+						}
 						if first, last, all := slot.fan.arrive(now, n-1); all {
 							u.recordFanout(sent, first, last)
 						}
