@@ -129,7 +129,7 @@ mkdir -p "$TMPDIR"
 spid=$!
 pid=$spid
 i=0
-until grep -q "listening" "$tmp/serve2.out" || [ "$i" -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
+until grep -q "listening" "$tmp/serve2.out" 2>/dev/null || [ "$i" -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
 if [ -n "$(ls "$TMPDIR")" ]; then ok "serve.sh makes a directory"; else fail "serve.sh made no directory"; fi
 kill "$spid"
 wait "$spid" || true
