@@ -147,6 +147,7 @@ func TestLoadProcsServe(t *testing.T) {
 }
 
 func TestLoadScaleOutFlags(t *testing.T) {
+	t.Chdir(t.TempDir()) // the default -file is written in the working directory
 	for _, tc := range []struct {
 		args []string
 		code int

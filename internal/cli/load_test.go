@@ -33,6 +33,7 @@ func fakeLoad(t *testing.T, err error) *campaign.Config {
 }
 
 func TestLoadFlags(t *testing.T) {
+	t.Chdir(t.TempDir()) // the default -file is written in the working directory
 	for _, tc := range []struct {
 		args  []string
 		code  int
@@ -124,6 +125,7 @@ func TestLoadFlags(t *testing.T) {
 }
 
 func TestLoadExitCodes(t *testing.T) {
+	t.Chdir(t.TempDir()) // the default -file is written in the working directory
 	for _, tc := range []struct {
 		err  error
 		code int
