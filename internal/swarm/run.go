@@ -652,7 +652,11 @@ func (rs *runState) waitStart(ctx context.Context, obs Observer) error {
 
 // sleepUntil waits until the wall-clock time at (now if it has passed).
 func sleepUntil(ctx context.Context, at time.Time, abort <-chan struct{}) error {
-	d := time.Until(at)
+	return sleepFor(ctx, time.Until(at), abort, nil)
+}
+
+// sleepFor waits for d, or an abort or the stop (a nil channel: none).
+func sleepFor(ctx context.Context, d time.Duration, abort, stop <-chan struct{}) error {
 	if d <= 0 {
 		return nil
 	}
@@ -664,6 +668,8 @@ func sleepUntil(ctx context.Context, at time.Time, abort <-chan struct{}) error 
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-abort:
+		return errAborted
+	case <-stop:
 		return errAborted
 	}
 }

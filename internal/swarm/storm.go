@@ -138,22 +138,7 @@ func (rs *runState) drop(ctx context.Context) {
 
 // sleepUntilNano waits until nanotime at, or an abort or the stop.
 func sleepUntilNano(ctx context.Context, at int64, abort, stop <-chan struct{}) error {
-	d := time.Duration(at - nanotime())
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-abort:
-		return errAborted
-	case <-stop:
-		return errAborted
-	}
+	return sleepFor(ctx, time.Duration(at-nanotime()), abort, stop)
 }
 
 // write sends pkt on the user's connection, which a storm may swap.
