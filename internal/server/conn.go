@@ -342,14 +342,10 @@ func (c *conn) serve() {
 					continue
 				}
 			}
-			c.closeFor(readCloseReason(err), err)
-			if !errors.Is(err, io.EOF) {
-				c.s.log.Debug("connection closed", "remote", c.remote, "err", err)
-			}
+			c.readFailed(err)
 			return
 		}
-		c.packets++
-		c.s.counters.in(f.ID, len(f.Raw))
+		c.received(f)
 		if f.ID != protocol.IDChat {
 			c.throttle()
 		}
@@ -446,6 +442,21 @@ func (c *conn) stopping() bool {
 		return true
 	}
 	return false
+}
+
+// readFailed closes the connection for a read error, by its reason (both
+// engines' readers).
+func (c *conn) readFailed(err error) {
+	c.closeFor(readCloseReason(err), err)
+	if !errors.Is(err, io.EOF) {
+		c.s.log.Debug("connection closed", "remote", c.remote, "err", err)
+	}
+}
+
+// received counts a packet read (both engines' readers).
+func (c *conn) received(f protocol.Frame) {
+	c.packets++
+	c.s.counters.in(f.ID, len(f.Raw))
 }
 
 // wakeReader makes a reading goroutine blocked in a read look at the

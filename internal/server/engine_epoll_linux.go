@@ -599,14 +599,10 @@ func (l *evLoop) readIn(c *conn) {
 			if errors.Is(err, errWouldBlock) {
 				return
 			}
-			c.closeFor(readCloseReason(err), err)
-			if !errors.Is(err, io.EOF) {
-				c.s.log.Debug("connection closed", "remote", c.remote, "err", err)
-			}
+			c.readFailed(err)
 			return
 		}
-		c.packets++
-		c.s.counters.in(f.ID, len(f.Raw))
+		c.received(f)
 		if f.ID != protocol.IDChat {
 			if d := c.throttleDelay(); d > 0 {
 				l.pause(c, f, d)
