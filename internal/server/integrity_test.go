@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,13 +15,19 @@ import (
 // exact totals, with every message from the right sender, every time. A
 // server that broadcast after releasing the room's lock lost a few
 // messages in about one run in 25; the repetition is what catches it.
+// Under the race detector a run costs about half a second, and every
+// engine repeats it, so CI makes 10 runs (a 1-in-25 fault is caught about
+// a third of the time per CI run); INTEGRITY_RUNS asks for more.
 func TestTurnTakingIntegrity(t *testing.T) { forEngines(t, testTurnTakingIntegrity) }
 
 func testTurnTakingIntegrity(t *testing.T) {
 	s := startServer(t, Config{})
-	runs, rooms, users, count := 30, 4, 20, 10
+	runs, rooms, users, count := 10, 4, 20, 10
+	if n, err := strconv.Atoi(os.Getenv("INTEGRITY_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
 	if testing.Short() {
-		runs = 5
+		runs = min(runs, 5)
 	}
 	for i := range runs {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
