@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -397,6 +398,10 @@ func (c *Config) finish(ctx context.Context, doc *results.Document, probe server
 			if after.ok {
 				doc.Server.RSSEndBytes = max(doc.Server.RSSEndBytes, after.rss)
 			}
+			if before.ok {
+				doc.Server.RSSBeforeBytes = before.rss
+			}
+			doc.Server.Engine = cmp.Or(doc.Server.Engine, before.engine, after.engine)
 		}
 		if l != nil && before.ok && after.ok && !doc.Interrupted {
 			leaks(l, before, after)
@@ -415,6 +420,7 @@ func (c *Config) finish(ctx context.Context, doc *results.Document, probe server
 			}
 		}
 	}
+	c.label(doc)
 	if doc.Paced != nil {
 		doc.Paced.Broken, doc.Paced.Reason = doc.PacedVerdict(c.Spec.SLO)
 	}
@@ -435,10 +441,6 @@ func appendWarning(ws []string, w string) []string {
 // and the shard.
 func (c *Config) identify(d *results.Document, spec runSpec, target swarm.Target) {
 	stamp(d, spec.runID)
-	d.Label = c.Label
-	if d.Label == "" {
-		d.Label = c.defaultLabel()
-	}
 	d.CommandLine = c.CommandLine
 	s := &c.Spec
 	d.Config = results.Config{
@@ -461,6 +463,7 @@ func (c *Config) identify(d *results.Document, spec runSpec, target swarm.Target
 	if d.Config.ClientEngine == "" {
 		d.Config.ClientEngine = swarm.EngineGoroutine
 	}
+	c.label(d)
 	if target.Transport == swarm.TransportWS {
 		d.Config.URL = target.URL
 	} else {
@@ -487,16 +490,37 @@ func stamp(d *results.Document, runID string) {
 	d.Environment = Environment()
 }
 
-func (c *Config) defaultLabel() string {
-	switch {
-	case c.Serve:
-		return "volanogo serve " + orDevel(buildinfo.Get().Version) + ", " + Environment().GoVersion
-	case c.ServerCmd != "":
-		return strings.Fields(c.ServerCmd)[0]
-	case c.Transport == swarm.TransportWS:
-		return c.URL
+// label sets d's label: Config.Label, or by default the server, with the
+// engines of the run as far as they are known (results.Document.Engines),
+// so that runs differing only by engines are separate platforms:
+// "volanogo serve epoll / load goroutine, v1.2.0, go1.26.0",
+// "java (serve ... / load epoll)", "127.0.0.1:8000 (load goroutine)".
+// It is called again once the server has said its engine.
+func (c *Config) label(d *results.Document) {
+	if c.Label != "" {
+		d.Label = c.Label
+		return
 	}
-	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+	engines := d.Engines()
+	build := orDevel(buildinfo.Get().Version) + ", " + Environment().GoVersion
+	var base string
+	switch {
+	case c.Serve && d.Server != nil && d.Server.Engine != "":
+		d.Label = "volanogo " + engines + ", " + build
+		return
+	case c.Serve:
+		base = "volanogo serve " + build
+	case c.ServerCmd != "":
+		base = strings.Fields(c.ServerCmd)[0]
+	case c.Transport == swarm.TransportWS:
+		base = c.URL
+	default:
+		base = net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+	}
+	if engines != "" {
+		base += " (" + engines + ")"
+	}
+	d.Label = base
 }
 
 func orDevel(s string) string {

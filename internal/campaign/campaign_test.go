@@ -42,7 +42,7 @@ func TestRunOne(t *testing.T) {
 	// What the run was.
 	assert.Equal(t, results.SchemaVersion, d.Schema)
 	assert.NotEmpty(t, d.RunID)
-	assert.Equal(t, s.Addr().String(), d.Label)
+	assert.Equal(t, s.Addr().String()+" (serve goroutine / load goroutine)", d.Label, "the server and the engines")
 	assert.Equal(t, "volanogo", d.Tool.Name)
 	assert.Equal(t, cfg.CommandLine, d.CommandLine)
 	assert.NotEmpty(t, d.Environment.GoVersion)
@@ -53,6 +53,8 @@ func TestRunOne(t *testing.T) {
 	// What the campaign read of the server.
 	require.NotNil(t, d.Server)
 	assert.Equal(t, "metrics", d.Server.Source)
+	assert.Equal(t, server.EngineGoroutine, d.Server.Engine, "volanogo_server_info")
+	assert.Positive(t, d.Server.RSSBeforeBytes)
 	// process_cpu_seconds_total counts in clock ticks (10 ms): a short run
 	// may read 0.
 	assert.GreaterOrEqual(t, d.Server.CPUSeconds, 0.0)
@@ -105,7 +107,8 @@ func TestServeRunRules(t *testing.T) {
 			}
 			assert.Equal(t, cfg.ServeCommand, d.Config.ServerCommand)
 			assert.NotEqual(t, 8000, d.Config.Port)
-			assert.True(t, strings.HasPrefix(d.Label, "volanogo serve "), d.Label)
+			assert.Equal(t, "goroutine", d.Server.Engine)
+			assert.True(t, strings.HasPrefix(d.Label, "volanogo serve goroutine / load goroutine, "), d.Label)
 		}
 	}
 	assert.Equal(t, RunInfo{Rooms: 1, Run: 1, Runs: 3, Discarded: true, Many: true}, rec.runs[0])
@@ -123,7 +126,8 @@ func TestServerCmd(t *testing.T) {
 	assert.Equal(t, int64(6), d.Counts.Sent)
 	require.NotNil(t, d.Server)
 	assert.Equal(t, "proc", d.Server.Source)
-	assert.Equal(t, filepath.Base(os.Args[0]), filepath.Base(d.Label))
+	assert.Empty(t, d.Server.Engine, "/proc does not say")
+	assert.Equal(t, filepath.Base(os.Args[0])+" (load goroutine)", filepath.Base(d.Label))
 }
 
 func TestServeFailsToStart(t *testing.T) {

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -30,6 +31,9 @@ type serverSample struct {
 	open, goroutines, openFDs int64
 	gomaxprocs                int
 	hasOpen                   bool
+	// engine is the engine the server said it uses
+	// (volanogo_server_info), "" when it did not say.
+	engine string
 	// Out of descriptors: connections refused at accept for lack of
 	// descriptors, and the limit (0: unknown).
 	refusedOpenFiles, maxFDs int64
@@ -86,6 +90,12 @@ func (p metricsProbe) sample(ctx context.Context) serverSample {
 	if v, ok := s.Get("process_max_fds"); ok {
 		out.maxFDs = int64(v)
 	}
+	for _, x := range s["volanogo_server_info"] {
+		if e := x.Labels["engine"]; e != "" {
+			out.engine = e
+			break
+		}
+	}
 	if v, ok := s.Sum("volanogo_connections_refused_total", "reason", "open_files"); ok {
 		out.refusedOpenFiles = int64(v)
 	}
@@ -112,6 +122,7 @@ func serverUsage(a, b serverSample, elapsed float64, total int64) *results.Serve
 		Goroutines:    b.goroutines,
 		OpenFDs:       b.openFDs,
 		GOMAXPROCS:    b.gomaxprocs,
+		Engine:        cmp.Or(b.engine, a.engine),
 	}
 	if b.hasOpen {
 		u.OpenConnections = b.open

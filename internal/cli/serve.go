@@ -211,7 +211,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		Metrics: addr(srv.MetricsAddr(), o.metricsListen != "")}
 	fmt.Fprintln(io.Out, ready.Line())
 	logger.Info("volanogo serve started", "rooms", len(rooms), "room_limit", o.roomLimit, "max_connections", o.maxConnections,
-		"engine", o.engine, "access_timeout", o.accessTimeout, "idle_timeout", o.idleTimeout, "max_rooms", o.maxRooms, "max_private", o.maxPrivate)
+		"engine", srv.Engine(), "access_timeout", o.accessTimeout, "idle_timeout", o.idleTimeout, "max_rooms", o.maxRooms, "max_private", o.maxPrivate)
 	<-ctx.Done()
 	// The signal's context is done; a second signal ends the process at
 	// once (cmd/volanogo restores the default action after the first).

@@ -315,10 +315,19 @@ type ServerUsage struct {
 	Source     string  `json:"source"`
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// CPUPercent is CPUSeconds / elapsed × 100 (100 = one processor).
-	CPUPercent          float64 `json:"cpu_percent"`
+	CPUPercent float64 `json:"cpu_percent"`
+	// RSSBeforeBytes is the server's resident memory before the run's
+	// set-up (its connections), when it was read: RSSStartBytes minus it
+	// is what the run's connections cost (ServerMemoryPerConnection).
+	RSSBeforeBytes      int64   `json:"rss_before_bytes,omitempty"`
 	RSSStartBytes       int64   `json:"rss_start_bytes"`
 	RSSEndBytes         int64   `json:"rss_end_bytes"`
 	CPUPerMessageMicros float64 `json:"cpu_per_message_us,omitempty"`
+	// Engine is the engine the server said it serves its TCP connections
+	// with (volanogo_server_info in its metrics: "goroutine", "epoll",
+	// ...); empty when it did not say (another server, an older volanogo,
+	// figures read from /proc).
+	Engine string `json:"engine,omitempty"`
 	// CPUs and GOMAXPROCS the server ran with, when known.
 	CPUs       int `json:"cpus,omitempty"`
 	GOMAXPROCS int `json:"gomaxprocs,omitempty"`

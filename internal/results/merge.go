@@ -35,7 +35,8 @@ import (
 //     peak of one process, not of the sum), CPU per message is recomputed;
 //   - Server: all shards measured the same server, so its usage is taken
 //     from the lowest-index shard that has it, with CPUPerMessageMicros
-//     recomputed over the merged total;
+//     recomputed over the merged total (and its Engine from any shard
+//     that has one when that shard has none);
 //   - Integrity: counts add, MaxDisplacement is the largest, StrictOrder
 //     if any;
 //   - Storm: counts add, the recovery and the leaks are the largest;
@@ -160,6 +161,9 @@ func Merge(shards []*Document) (*Document, error) {
 		if m.Server == nil && d.Server != nil {
 			s := *d.Server
 			m.Server = &s
+		}
+		if m.Server != nil && m.Server.Engine == "" && d.Server != nil {
+			m.Server.Engine = d.Server.Engine
 		}
 		if t := d.TCP; t != nil && !tcpHosts[d.Environment.Hostname] {
 			tcpHosts[d.Environment.Hostname] = true

@@ -52,7 +52,7 @@ func shardDocs(t *testing.T) []*Document {
 		d.Churn = &Churn{Sequences: 50 * n, First: e, Leaks: Leaks{LeakedFDs: n}}
 		docs = append(docs, d)
 	}
-	docs[1].Server = &ServerUsage{Source: "metrics", CPUSeconds: 30, CPUPercent: 75, RSSStartBytes: 1, RSSEndBytes: 2, CPUPerMessageMicros: 75}
+	docs[1].Server = &ServerUsage{Source: "metrics", CPUSeconds: 30, CPUPercent: 75, RSSStartBytes: 1, RSSEndBytes: 2, CPUPerMessageMicros: 75, Engine: "epoll"}
 	return docs
 }
 
@@ -110,6 +110,7 @@ func TestMergeShards(t *testing.T) {
 
 	require.NotNil(t, m.Server)
 	assert.Equal(t, 30.0, m.Server.CPUSeconds)
+	assert.Equal(t, "epoll", m.Server.Engine, "the server's engine is kept")
 	assert.InDelta(t, 25.0, m.Server.CPUPerMessageMicros, 1e-9, "recomputed over the merged total")
 	assert.Equal(t, 75.0, docs[1].Server.CPUPerMessageMicros, "the shard is not modified")
 
@@ -127,6 +128,19 @@ func TestMergeShards(t *testing.T) {
 	require.NoError(t, err)
 	back.Source = m.Source
 	assert.Equal(t, m, back)
+}
+
+// TestMergeServerEngine: the server's engine comes from any shard that
+// read it, when the shard whose usage is kept did not.
+func TestMergeServerEngine(t *testing.T) {
+	docs := shardDocs(t)
+	docs[1].Server.Engine = ""
+	docs[2].Server = &ServerUsage{Source: "metrics", CPUSeconds: 31, Engine: "uring"}
+	m, err := Merge(docs)
+	require.NoError(t, err)
+	require.NotNil(t, m.Server)
+	assert.Equal(t, 30.0, m.Server.CPUSeconds)
+	assert.Equal(t, "uring", m.Server.Engine)
 }
 
 func TestMergeScore(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/volanogo/volanogo/internal/buildinfo"
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
@@ -143,14 +144,32 @@ var (
 	descDeliveries   = prometheus.NewDesc("volanogo_chat_deliveries_total", "Chat indications queued to receivers.", nil, nil)
 	descPrivate      = prometheus.NewDesc("volanogo_private_chats_total", "Private chat messages relayed.", nil, nil)
 	descSlow         = prometheus.NewDesc("volanogo_slow_consumer_closes_total", "Connections closed because their outgoing bytes passed the send buffer.", nil, nil)
+	// descInfo is an info series (always 1): the engine serving the TCP
+	// connections and the build, so that a client comparing engines can
+	// read which one it measured (volanogo load records it).
+	descInfo = prometheus.NewDesc("volanogo_server_info", "The server: the engine serving its TCP chat connections and its version (always 1).", []string{"engine", "version"}, nil)
 )
 
-type collector struct{ c *counters }
+// version is the server's version for volanogo_server_info: the build's,
+// "devel" for a build without one.
+func version() string {
+	if v := buildinfo.Get().Version; v != "" {
+		return v
+	}
+	return "devel"
+}
+
+type collector struct {
+	c *counters
+	// engine is the engine in use (Server.Engine), read at each scrape.
+	engine  func() string
+	version string
+}
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descReqRefused, descAcceptErrors,
 		descRooms, descUsers, descPacketsIn, descPacketsOut, descBytesIn, descBytesOut, descChats,
-		descDeliveries, descPrivate, descSlow} {
+		descDeliveries, descPrivate, descSlow, descInfo} {
 		ch <- d
 	}
 }
@@ -192,13 +211,14 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDeliveries, c.deliveries.Load())
 	counter(descPrivate, c.privateChats.Load())
 	counter(descSlow, c.closed[ReasonSlowConsumer].Load())
+	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, k.engine(), k.version)
 }
 
 // register adds the server's collectors, plus the Go and process
-// collectors, to reg.
-func (c *counters) register(reg prometheus.Registerer) error {
+// collectors, to reg; engine says the engine in use.
+func (c *counters) register(reg prometheus.Registerer, engine func() string) error {
 	for _, col := range []prometheus.Collector{
-		collector{c},
+		collector{c: c, engine: engine, version: version()},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

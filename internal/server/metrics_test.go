@@ -132,3 +132,19 @@ func testSlowConsumer(t *testing.T) {
 	assert.Equal(t, protocol.Confirm, a.expect().PacketType())
 	t.Logf("cut off after %d chats of %d bytes", sent, len(chatB))
 }
+
+// TestMetricsInfo: the server says the engine it uses and its version in
+// volanogo_server_info, which volanogo load records.
+func TestMetricsInfo(t *testing.T) { forEngines(t, testMetricsInfo) }
+
+func testMetricsInfo(t *testing.T) {
+	s := startServer(t, Config{})
+	expected := `
+# HELP volanogo_server_info The server: the engine serving its TCP chat connections and its version (always 1).
+# TYPE volanogo_server_info gauge
+volanogo_server_info{engine="` + s.Engine() + `",version="` + version() + `"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(s.Registry(), strings.NewReader(expected), "volanogo_server_info"))
+	assert.Equal(t, engineOf(t), s.Engine())
+	assert.NotEmpty(t, version())
+}

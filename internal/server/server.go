@@ -377,11 +377,14 @@ func New(cfg Config) (*Server, error) {
 	for _, name := range cfg.Rooms {
 		s.addRoomLocked(name, true, "")
 	}
-	if err := s.counters.register(cfg.Registry); err != nil {
+	if err := s.counters.register(cfg.Registry, s.Engine); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return s, nil
 }
+
+// Engine is the engine serving the TCP chat connections (Config.Engine).
+func (s *Server) Engine() string { return s.cfg.Engine }
 
 // Registry is the server's private Prometheus registry.
 func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
