@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/volanogo/volanogo/internal/results"
 )
 
@@ -86,10 +88,12 @@ type stepKey struct {
 
 // builder holds the state of one Build.
 type builder struct {
-	opt   Options
-	rep   *Report
-	cells map[cellKey]*Cell
-	docs  map[cellKey][]*results.Document
+	opt     Options
+	decoded map[*results.Histogram]*hdrhistogram.Histogram // see decode
+	merged  map[string]quantiles                           // see mergedHistogram
+	rep     *Report
+	cells   map[cellKey]*Cell
+	docs    map[cellKey][]*results.Document
 	// rows maps a row to its documents, in run order.
 	rows map[string][]*results.Document
 	// base maps a row to the platform it belongs to: its label when rows

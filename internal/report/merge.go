@@ -2,6 +2,9 @@ package report
 
 import (
 	"errors"
+	"fmt"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volanogo/volanogo/internal/results"
 )
@@ -44,7 +47,28 @@ func (b *builder) mergedHistogram(docs []*results.Document, passedOnly bool, nam
 	if len(hs) == 0 {
 		return quantiles{}, false
 	}
-	m, err := mergeDecode(hs)
+	// The same runs' histograms come back for several tables: merge once.
+	key := name
+	for _, h := range hs {
+		key += fmt.Sprintf(",%p", h)
+	}
+	if q, ok := b.merged[key]; ok {
+		return q, true
+	}
+	q, ok := b.mergeQuantiles(hs, name)
+	if ok {
+		if b.merged == nil {
+			b.merged = make(map[string]quantiles)
+		}
+		b.merged[key] = q
+	}
+	return q, ok
+}
+
+// mergeQuantiles is the quantiles of hs merged, or the medians of their
+// summaries when they cannot be merged.
+func (b *builder) mergeQuantiles(hs []*results.Histogram, name string) (quantiles, bool) {
+	m, err := b.mergeDecode(hs)
 	if err == nil && m.TotalCount() > 0 {
 		return quantiles{name: name, count: m.TotalCount(), p50: m.ValueAtQuantile(50),
 			p99: m.ValueAtQuantile(99), p999: m.ValueAtQuantile(99.9), max: m.Max()}, true
@@ -76,8 +100,10 @@ type hdrQuantiles interface {
 
 // mergeDecode merges the histograms into one decoded histogram
 // (results.MergeDecoded): a report needs the quantiles, not an encoding.
-func mergeDecode(hs []*results.Histogram) (hdrQuantiles, error) {
-	m, err := results.MergeDecoded(hs...)
+// Each histogram is decoded once per report: a run's histograms take part
+// in several tables, and decoding was most of a report's time.
+func (b *builder) mergeDecode(hs []*results.Histogram) (hdrQuantiles, error) {
+	m, err := results.MergeDecodedWith(b.decode, hs...)
 	if err != nil {
 		return nil, err
 	}
@@ -116,3 +142,19 @@ const (
 	kindReordered = "reordered_note"
 	kindWarning   = "warning"
 )
+
+// decode is Histogram.Decode, remembered for the report.
+func (b *builder) decode(h *results.Histogram) (*hdrhistogram.Histogram, error) {
+	if d, ok := b.decoded[h]; ok {
+		return d, nil
+	}
+	d, err := h.Decode()
+	if err != nil {
+		return nil, err
+	}
+	if b.decoded == nil {
+		b.decoded = make(map[*results.Histogram]*hdrhistogram.Histogram)
+	}
+	b.decoded[h] = d
+	return d, nil
+}

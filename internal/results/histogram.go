@@ -161,13 +161,47 @@ func MergeHistograms(hs ...*Histogram) (*Histogram, error) {
 // that no value is dropped; nil when there is none. MergeHistograms is
 // this, encoded.
 func MergeDecoded(hs ...*Histogram) (*hdrhistogram.Histogram, error) {
+	return MergeDecodedWith((*Histogram).Decode, hs...)
+}
+
+// sameGeometry merges histograms of one geometry (the usual case: every
+// run of volanogo records with the same) by adding their counts, which is
+// many times faster than Histogram.Merge's walk over the values; nil when
+// the geometries differ.
+func sameGeometry(hs []*hdrhistogram.Histogram) *hdrhistogram.Histogram {
+	first := hs[0]
+	for _, h := range hs[1:] {
+		if h.LowestTrackableValue() != first.LowestTrackableValue() ||
+			h.HighestTrackableValue() != first.HighestTrackableValue() ||
+			h.SignificantFigures() != first.SignificantFigures() {
+			return nil
+		}
+	}
+	sum := first.Export()
+	for _, h := range hs[1:] {
+		counts := h.Export().Counts
+		if len(counts) != len(sum.Counts) {
+			return nil
+		}
+		for i, c := range counts {
+			sum.Counts[i] += c
+		}
+	}
+	return hdrhistogram.Import(sum)
+}
+
+// MergeDecodedWith is MergeDecoded with decode in place of Decode, for a
+// caller that keeps what it has decoded (a report merges each run's
+// histogram into several tables). decode must not return a histogram
+// that anyone modifies.
+func MergeDecodedWith(decode func(*Histogram) (*hdrhistogram.Histogram, error), hs ...*Histogram) (*hdrhistogram.Histogram, error) {
 	var decoded []*hdrhistogram.Histogram
 	lo, hi, digits := int64(math.MaxInt64), int64(0), int64(0)
 	for i, h := range hs {
 		if h == nil {
 			continue
 		}
-		d, err := h.Decode()
+		d, err := decode(h)
 		if err != nil {
 			return nil, fmt.Errorf("merge histogram %d: %w", i, err)
 		}
@@ -181,6 +215,9 @@ func MergeDecoded(hs ...*Histogram) (*hdrhistogram.Histogram, error) {
 	}
 	if countsLen(lo, hi, int(digits)) > maxDecodedCounts {
 		return nil, fmt.Errorf("merge histograms: combined geometry %d..%d at %d digits is too large", lo, hi, digits)
+	}
+	if same := sameGeometry(decoded); same != nil {
+		return same, nil
 	}
 	out := hdrhistogram.New(lo, hi, int(digits))
 	for i, d := range decoded {
