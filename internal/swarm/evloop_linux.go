@@ -5,9 +5,11 @@ package swarm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,10 +18,18 @@ import (
 )
 
 // The epoll engine (Spec.Engine EngineEpoll) runs the timed phase of
-// turn-taking without a goroutine per user: a few event loops, each an OS
-// thread blocked in epoll_wait, read every ready socket and run its user's
-// packet handler themselves. The set-up (connect, Access, EnterRoom) and
-// what follows the timed phase stay on goroutines: they are not timed.
+// turn-taking and of paced runs without a goroutine per user: a few event
+// loops, each an OS thread blocked in epoll_wait, read every ready socket
+// and run its user's packet handler themselves. The set-up (connect,
+// Access, EnterRoom) and what follows the timed phase stay on goroutines:
+// they are not timed.
+//
+// A paced user's sends are timers of its loop: a heap of the users' next
+// sends, the earliest of which bounds epoll_wait's wait (in milliseconds:
+// a send is at most a millisecond late, and the scheduled latency counts
+// it). The loop sends each chat when its time comes, as the goroutine
+// engine's sender does, and makes its users leave their rooms when the run
+// has drained (the engine's leave).
 //
 // At the start, each user's socket leaves Go's poller: the loop takes a
 // duplicate of the descriptor and the net.Conn is closed, so that no
@@ -36,13 +46,25 @@ type evEngine struct {
 	loops []*evLoop
 	next  int
 	wg    sync.WaitGroup
+	// closing ends the loops; base (nanotime, once set) starts the paced
+	// users' timers; leaving makes the paced users leave their rooms.
+	closing, leaving atomic.Bool
+	base             atomic.Int64
 }
 
 // evLoop is one event loop: an epoll instance and the users it serves.
 type evLoop struct {
+	e            *evEngine
 	epfd, wakefd int
 	mu           sync.Mutex
 	conns        map[int32]*evConn
+	// pending: paced users attached before the start (under mu).
+	pending []*evConn
+
+	// The loop's thread only: the paced users' next sends (a min-heap on
+	// evConn.next), and whether it has started them and made them leave.
+	timers        []*evConn
+	started, left bool
 }
 
 // evConn is a user served by a loop until its handler says it is done.
@@ -52,6 +74,16 @@ type evConn struct {
 	// ended is called once, from the loop's thread, with the user's
 	// outcome; the descriptor is then no longer the loop's.
 	ended func(error)
+	gone  bool // detached
+
+	// A paced user: its first send offset from the start, the time of its
+	// next send (nanotime), its place in the loop's heap (-1: none), the
+	// chats it sent, and whether it has left its room.
+	paced        bool
+	offset, next int64
+	hi           int
+	sent         int64
+	exited       bool
 }
 
 // newEvEngine starts n loops.
@@ -63,6 +95,7 @@ func newEvEngine(n int) (*evEngine, error) {
 			e.close()
 			return nil, err
 		}
+		l.e = e
 		e.loops = append(e.loops, l)
 		e.wg.Add(1)
 		go func() { defer e.wg.Done(); l.run() }()
@@ -92,10 +125,8 @@ func newEvLoop() (*evLoop, error) {
 // close stops the loops and waits for them. Users still attached (an
 // aborted run) are ended with an error.
 func (e *evEngine) close() {
-	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
-	for _, l := range e.loops {
-		_, _ = unix.Write(l.wakefd, one)
-	}
+	e.closing.Store(true)
+	e.wake()
 	e.wg.Wait()
 	for _, l := range e.loops {
 		for _, c := range l.conns {
@@ -106,9 +137,43 @@ func (e *evEngine) close() {
 	}
 }
 
+// wake interrupts every loop's wait, so that it looks at the engine's
+// flags.
+func (e *evEngine) wake() {
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	for _, l := range e.loops {
+		_, _ = unix.Write(l.wakefd, one)
+	}
+}
+
+// startTimers starts the paced users' sends: each user's first at base
+// (nanotime) plus its offset.
+func (e *evEngine) startTimers(base int64) {
+	e.base.Store(base)
+	e.wake()
+}
+
+// leave makes the paced users leave their rooms (the run has drained).
+func (e *evEngine) leave() {
+	e.leaving.Store(true)
+	e.wake()
+}
+
 // attach hands the user's socket to a loop, which calls handle with
 // every packet until it says done or fails, then ended.
 func (e *evEngine) attach(u *user, handle func(protocol.Frame) (bool, error), ended func(error)) error {
+	return e.attachConn(&evConn{u: u, handle: handle, ended: ended, hi: -1})
+}
+
+// attachPaced hands a paced user to a loop, which reads its socket and
+// sends its chats, the first offset after the start (see startTimers),
+// until it has left its room (see leave) or fails, then calls ended.
+func (e *evEngine) attachPaced(u *user, offset time.Duration, ended func(error)) error {
+	return e.attachConn(&evConn{u: u, handle: u.pacedFrame, ended: ended, hi: -1, paced: true, offset: int64(offset)})
+}
+
+func (e *evEngine) attachConn(c *evConn) error {
+	u := c.u
 	lk := u.l
 	if lk.rc == nil {
 		return fmt.Errorf("engine epoll: %s has no TCP socket", u)
@@ -136,14 +201,17 @@ func (e *evEngine) attach(u *user, handle func(protocol.Frame) (bool, error), en
 
 	l := e.loops[e.next%len(e.loops)]
 	e.next++
-	c := &evConn{u: u, handle: handle, ended: ended}
 	l.mu.Lock()
 	l.conns[int32(fd)] = c
+	if c.paced {
+		l.pending = append(l.pending, c)
+	}
 	l.mu.Unlock()
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		l.mu.Lock()
 		delete(l.conns, int32(fd))
+		c.gone = true
 		l.mu.Unlock()
 		lk.evMu.Lock()
 		lk.evState = evDetached
@@ -154,24 +222,28 @@ func (e *evEngine) attach(u *user, handle func(protocol.Frame) (bool, error), en
 	return nil
 }
 
-// run is the loop: on its own OS thread, it waits for readiness and runs
-// the ready users' handlers until the engine closes.
+// run is the loop: on its own OS thread, it waits for readiness or its
+// next timer and runs the ready users' handlers and the due sends until
+// the engine closes.
 func (l *evLoop) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	events := make([]unix.EpollEvent, 256)
 	for {
-		n, err := unix.EpollWait(l.epfd, events, -1)
-		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
+		n, err := unix.EpollWait(l.epfd, events, l.timeout())
+		if err != nil && err != unix.EINTR {
 			return
 		}
 		for i := 0; i < n; i++ {
 			fd := events[i].Fd
 			if int(fd) == l.wakefd {
-				return
+				var b [8]byte
+				_, _ = unix.Read(l.wakefd, b[:])
+				if l.e.closing.Load() {
+					return
+				}
+				l.notified()
+				continue
 			}
 			l.mu.Lock()
 			c := l.conns[fd]
@@ -184,6 +256,161 @@ func (l *evLoop) run() {
 				l.detach(c, err)
 			}
 		}
+		if len(l.timers) > 0 {
+			l.fire()
+		}
+	}
+}
+
+// timeout is epoll_wait's: until the next send (rounded up to the
+// millisecond), or none.
+func (l *evLoop) timeout() int {
+	if len(l.timers) == 0 {
+		return -1
+	}
+	d := l.timers[0].next - nanotime()
+	if d <= 0 {
+		return 0
+	}
+	return int(min((d+int64(time.Millisecond)-1)/int64(time.Millisecond), math.MaxInt32))
+}
+
+// notified acts on the engine's flags: the start of the paced users'
+// sends, and their exit.
+func (l *evLoop) notified() {
+	if base := l.e.base.Load(); base != 0 && !l.started {
+		l.started = true
+		l.mu.Lock()
+		pending := l.pending
+		l.pending = nil
+		l.mu.Unlock()
+		for _, c := range pending {
+			if !c.gone {
+				c.next = base + c.offset
+				l.push(c)
+			}
+		}
+	}
+	if l.e.leaving.Load() && !l.left {
+		l.left = true
+		var paced []*evConn
+		l.mu.Lock()
+		for _, c := range l.conns {
+			if c.paced {
+				paced = append(paced, c)
+			}
+		}
+		l.mu.Unlock()
+		for _, c := range paced {
+			if c.gone || c.exited || c.u.r.rs.aborted.Load() {
+				continue
+			}
+			c.exited = true
+			l.remove(c)
+			u := c.u
+			err := u.l.write(u.exit)
+			if err == nil {
+				err = u.l.write(u.roomList)
+			}
+			if err != nil {
+				l.detach(c, u.failIO("write", err))
+			}
+		}
+	}
+}
+
+// fire sends the chats whose time has come, each on the user's schedule
+// (one every pause from the user's offset), until the user has sent
+// count chats or the run stops.
+func (l *evLoop) fire() {
+	now := nanotime()
+	for len(l.timers) > 0 && l.timers[0].next <= now {
+		c := l.timers[0]
+		u := c.u
+		rs := u.r.rs
+		count := int64(rs.spec.Count)
+		if rs.aborted.Load() || rs.stopping.Load() {
+			l.remove(c)
+			u.doneSending.Store(true)
+			continue
+		}
+		c.sent++
+		now = u.publishSend(c.sent, c.next)
+		u.tick(now, 1, 0)
+		if err := u.l.write(u.chat); err != nil {
+			l.remove(c)
+			l.detach(c, u.failIO("write", err))
+			continue
+		}
+		u.sentA.Store(c.sent)
+		if count > 0 && c.sent >= count {
+			l.remove(c)
+			u.doneSending.Store(true)
+			continue
+		}
+		c.next += int64(rs.spec.Pause)
+		l.down(0)
+	}
+}
+
+// The heap of timers, on evConn.next.
+
+func (l *evLoop) push(c *evConn) {
+	c.hi = len(l.timers)
+	l.timers = append(l.timers, c)
+	l.up(c.hi)
+}
+
+func (l *evLoop) remove(c *evConn) {
+	i := c.hi
+	if i < 0 {
+		return
+	}
+	last := len(l.timers) - 1
+	if i != last {
+		l.swap(i, last)
+	}
+	l.timers[last] = nil
+	l.timers = l.timers[:last]
+	c.hi = -1
+	if i != last {
+		l.down(i)
+		l.up(i)
+	}
+}
+
+func (l *evLoop) swap(i, j int) {
+	t := l.timers
+	t[i], t[j] = t[j], t[i]
+	t[i].hi, t[j].hi = i, j
+}
+
+func (l *evLoop) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if l.timers[p].next <= l.timers[i].next {
+			return
+		}
+		l.swap(i, p)
+		i = p
+	}
+}
+
+func (l *evLoop) down(i int) {
+	n := len(l.timers)
+	for {
+		m := i
+		if a := 2*i + 1; a < n && l.timers[a].next < l.timers[m].next {
+			m = a
+		}
+		if b := 2*i + 2; b < n && l.timers[b].next < l.timers[m].next {
+			m = b
+		}
+		if m == i {
+			return
+		}
+		l.swap(i, m)
+		i = m
 	}
 }
 
@@ -192,8 +419,10 @@ func (l *evLoop) detach(c *evConn, err error) {
 	lk := c.u.l
 	fd := lk.fd
 	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	l.remove(c)
 	l.mu.Lock()
 	delete(l.conns, int32(fd))
+	c.gone = true
 	l.mu.Unlock()
 	lk.raw, lk.onLoop = false, false
 	lk.evMu.Lock()

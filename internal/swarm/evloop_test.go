@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
 )
 
-// TestEngineEpoll runs the turn-taking tests again on the epoll engine:
-// the same counts, integrity verdicts, failures and clean ends.
+// TestEngineEpoll runs the turn-taking and paced tests again on the epoll
+// engine: the same counts, integrity verdicts, failures and clean ends.
 func TestEngineEpoll(t *testing.T) {
 	testEngine = EngineEpoll
 	defer func() { testEngine = EngineGoroutine }()
@@ -38,6 +39,14 @@ func TestEngineEpoll(t *testing.T) {
 		{"ReorderedStrictFails", TestReorderedStrictFails},
 		{"OutsideUsers", TestOutsideUsers},
 		{"FanoutDelayedReceiver", TestFanoutDelayedReceiver},
+		{"Paced", TestPaced},
+		{"PacedCount", TestPacedCount},
+		{"PacedLoss", TestPacedLoss},
+		{"PacedDuplicate", TestPacedDuplicate},
+		{"PacedReordered", TestPacedReordered},
+		{"PacedReorderedStrictFails", TestPacedReorderedStrictFails},
+		{"PacedServerCloses", TestPacedServerCloses},
+		{"PacedInterrupted", TestPacedInterrupted},
 	} {
 		t.Run(tc.name, tc.f)
 	}
@@ -45,16 +54,16 @@ func TestEngineEpoll(t *testing.T) {
 
 // TestEpollNoGoroutinePerUser: in the timed phase of the epoll engine,
 // the users have no goroutines of their own (the in-process server has
-// one per connection under either engine), and every descriptor the
-// loops took is closed at the end.
+// one per connection under either engine), turn-taking or paced, and
+// every descriptor the loops took is closed at the end.
 func TestEpollNoGoroutinePerUser(t *testing.T) {
 	checkGoroutines(t)
 	s := startServer(t, server.Config{})
 	fds0 := openFDs(t)
-	during := func(engine string) int {
+	during := func(engine string, pause time.Duration) int {
 		cfg := tcpConfig(s.Addr().String())
 		cfg.Engine = engine
-		cfg.Rooms, cfg.Users, cfg.Count = 5, 20, 0
+		cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 5, 20, 0, pause
 		cfg.Duration = time.Hour
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -74,24 +83,35 @@ func TestEpollNoGoroutinePerUser(t *testing.T) {
 		assert.Positive(t, d.Counts.Sent)
 		return <-n
 	}
-	g, e := during(EngineGoroutine), during(EngineEpoll)
-	assert.LessOrEqual(t, e, g-90, "100 users: %d goroutines in all on goroutines, %d on epoll", g, e)
-	assert.Equal(t, fds0, openFDs(t), "descriptors left open")
+	for _, pause := range []time.Duration{0, 10 * time.Millisecond} {
+		g, e := during(EngineGoroutine, pause), during(EngineEpoll, pause)
+		assert.LessOrEqual(t, e, g-90, "pause %s, 100 users: %d goroutines in all on goroutines, %d on epoll", pause, g, e)
+		assert.Equal(t, fds0, openFDs(t), "descriptors left open")
+	}
 }
 
 // TestEpollCompletes: users that leave their rooms as they should are
-// closed by the loops' hand-back, with exact totals.
+// closed by the loops' hand-back, with exact totals, turn-taking or paced.
 func TestEpollCompletes(t *testing.T) {
 	checkGoroutines(t)
 	s := startServer(t, server.Config{})
 	fds0 := openFDs(t)
-	cfg := tcpConfig(s.Addr().String())
-	cfg.Engine, cfg.Loops = EngineEpoll, 3
-	cfg.Rooms, cfg.Users, cfg.Count = 4, 20, 30
-	d := mustPass(t, cfg)
-	assert.Equal(t, int64(4*20*30), d.Counts.Sent)
-	assert.Equal(t, int64(4*20*30*19), d.Counts.Received)
-	assert.Equal(t, fds0, openFDs(t), "descriptors left open")
+	for _, pause := range []time.Duration{0, 5 * time.Millisecond} {
+		cfg := tcpConfig(s.Addr().String())
+		cfg.Engine, cfg.Loops = EngineEpoll, 3
+		cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 4, 20, 30, pause
+		d := mustPass(t, cfg)
+		assert.Equal(t, int64(4*20*30), d.Counts.Sent)
+		assert.Equal(t, int64(4*20*30*19), d.Counts.Received)
+		assert.Equal(t, int64(4*20*30), d.Counts.Confirms)
+		assert.Equal(t, fds0, openFDs(t), "descriptors left open")
+		if pause > 0 {
+			require.NotNil(t, d.Paced)
+			assert.False(t, d.Paced.Broken, d.Paced.Reason)
+			assert.Equal(t, int64(4*20*30*19), d.Latency[results.LatencyDeliveryScheduled].Count)
+			assert.Equal(t, int64(4*20*30), d.Latency[results.LatencyFanoutLast].Count)
+		}
+	}
 }
 
 func TestEngineSpecErrors(t *testing.T) {
@@ -104,7 +124,8 @@ func TestEngineSpecErrors(t *testing.T) {
 	}{
 		{Spec{Rooms: []int{1}, Count: 1, Engine: "kqueue"}, tcp, `engine "kqueue" is not goroutine or epoll`},
 		{Spec{Rooms: []int{1}, Count: 1, Engine: EngineEpoll}, ws, "engine epoll: TCP only"},
-		{Spec{Rooms: []int{1}, Count: 1, Engine: EngineEpoll, Pause: time.Second}, tcp, "engine epoll: turn-taking only"},
+		{Spec{Rooms: []int{1}, Count: 3, Engine: EngineEpoll, Pause: time.Second, Scenario: results.ScenarioStorm}, tcp, "engine epoll: turns and paced only (a storm's users reconnect"},
+		{Spec{Rooms: []int{1}, Count: 3, Engine: EngineEpoll, Scenario: results.ScenarioChurn}, tcp, "engine epoll: turns and paced only (churn connects"},
 		{Spec{Rooms: []int{1}, Count: 1, Loops: 2}, tcp, "loops: only with engine epoll"},
 	} {
 		_, err := Run(context.Background(), tc.spec, tc.target, &observer{})

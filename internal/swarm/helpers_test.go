@@ -35,8 +35,8 @@ func (c testConfig) spec() Spec {
 	return s
 }
 
-// testEngine is the client engine of the turn-taking runs of the tests
-// (TestEngineEpoll runs them again on the epoll engine).
+// testEngine is the client engine of the turn-taking and paced runs of
+// the tests (TestEngineEpoll runs them again on the epoll engine).
 var testEngine = EngineGoroutine
 
 func tcpConfig(addr string) testConfig {
@@ -78,8 +78,8 @@ func run(t *testing.T, cfg testConfig) *results.Document {
 
 func runWith(t *testing.T, ctx context.Context, cfg testConfig, obs Observer) *results.Document {
 	t.Helper()
-	turns := cfg.Pause == 0 && (cfg.Scenario == "" || cfg.Scenario == results.ScenarioTurns)
-	if cfg.Engine == "" && turns && cfg.Transport == TransportTCP {
+	loops := cfg.Scenario == "" || cfg.Scenario == results.ScenarioTurns || cfg.Scenario == results.ScenarioPaced
+	if cfg.Engine == "" && loops && cfg.Transport == TransportTCP {
 		cfg.Engine = testEngine
 	}
 	d, err := Run(ctx, cfg.spec(), cfg.Target, obs)

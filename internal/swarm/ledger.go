@@ -250,6 +250,18 @@ func (u *user) identify(s int64, text []byte) (j int64, fresh bool) {
 	}
 	if late {
 		g.senderReordered++
+		if rs.paced {
+			// Turn-taking tells it by the room's order (roomOrder); a
+			// paced room has no order across its senders, but each
+			// sender's chats arrive in the order sent (counted in
+			// SenderReordered).
+			d := g.from[s-1].max - j
+			msg := fmt.Sprintf("%s: chat %d of Mark%d arrived after its chat %d (%d later)", u, j, s, g.from[s-1].max, d)
+			if rs.spec.StrictOrder {
+				rs.failures.Add(results.FailReordered, msg, time.Now())
+			}
+			rs.reorderOnce.Do(func() { rs.firstReorder = msg })
+		}
 	}
 	return j, true
 }

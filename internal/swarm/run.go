@@ -269,12 +269,23 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 	for _, r := range rs.rooms {
 		for _, u := range r.users {
 			wg.Add(1)
-			if ev != nil {
-				continue // the event loops run it (below)
-			}
 			var offset time.Duration
 			if rs.paced {
 				offset = time.Duration(rng.Int64N(int64(spec.Pause)))
+			}
+			if ev != nil {
+				if rs.paced {
+					// The loops read it from now on, and send from the
+					// start.
+					err := ev.attachPaced(u, offset, func(err error) { userEnded(u, err); wg.Done() })
+					if err != nil {
+						userEnded(u, err)
+						wg.Done()
+					}
+				}
+				continue // turn-taking: the event loops run it from the start (below)
+			}
+			if rs.paced {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -302,7 +313,7 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 			}()
 		}
 	}
-	if ev != nil {
+	if ev != nil && !rs.paced {
 		go func() {
 			select {
 			case <-rs.startCh:
@@ -353,6 +364,12 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 		rs.onDrained = func() {
 			rs.enter(obs, PhaseEnded)
 			ended = true
+			if ev != nil {
+				ev.leave()
+			}
+		}
+		if ev != nil {
+			ev.startTimers(rs.base)
 		}
 	}
 	close(rs.startCh)

@@ -22,9 +22,9 @@ const (
 const (
 	// EngineGoroutine: a goroutine per user, on Go's poller.
 	EngineGoroutine = "goroutine"
-	// EngineEpoll: a few event loops on their own threads (one per
-	// processor Go may use) run the users' handlers themselves (Linux,
-	// TCP turn-taking).
+	// EngineEpoll: a few event loops on their own threads run the users'
+	// handlers and paced sends themselves (Linux, TCP, turn-taking and
+	// paced runs; storm and churn run on goroutines).
 	EngineEpoll = "epoll"
 )
 
@@ -280,8 +280,10 @@ func (s *Spec) normalize(t Target) error {
 		switch {
 		case !evSupported:
 			return cfgErr("engine epoll: only on Linux")
-		case s.Scenario != results.ScenarioTurns:
-			return cfgErr("engine epoll: turn-taking only (the %s scenario runs on goroutines)", s.Scenario)
+		case s.Scenario == results.ScenarioStorm:
+			return cfgErr("engine epoll: turns and paced only (a storm's users reconnect in the timed phase, which the loops do not do: it runs on goroutines)")
+		case s.Scenario == results.ScenarioChurn:
+			return cfgErr("engine epoll: turns and paced only (churn connects and closes users all the time, which the loops do not do: it runs on goroutines)")
 		case t.Transport != TransportTCP:
 			return cfgErr("engine epoll: TCP only (WebSocket runs on goroutines)")
 		}

@@ -448,6 +448,123 @@ func TestPacedLoss(t *testing.T) {
 	assert.Equal(t, int64(29), d.Counts.Received)
 }
 
+func TestPacedDuplicate(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	var duplicated atomic.Bool
+	p := newProxy(t, s.Addr().String(), func(conn int, f protocol.Frame) [][]byte {
+		if conn == 1 && isChatIndication(f) && duplicated.CompareAndSwap(false, true) {
+			return [][]byte{copyRaw(f), copyRaw(f)}
+		}
+		return [][]byte{copyRaw(f)}
+	})
+	cfg := tcpConfig(p.addr())
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 1, 3, 5, 10*time.Millisecond
+	d := runExpectFailure(t, cfg)
+	assert.Equal(t, []string{results.FailDuplicated}, failureKinds(d), "%+v", d.Failures)
+	assert.Regexp(t, `^Mark2 in Room1: chat 1 of Mark[13] arrived twice$`, failure(d, results.FailDuplicated).Example)
+	require.NotNil(t, d.Paced)
+	assert.True(t, d.Paced.Broken)
+	assert.Equal(t, int64(15), d.Counts.Sent)
+	assert.Equal(t, int64(31), d.Counts.Received, "the duplicate is received, not counted towards delivery")
+	assert.Equal(t, int64(30), d.Latency[results.LatencyDelivery].Count)
+	assert.Equal(t, results.Integrity{Duplicated: 1, Receivers: 3, StrictOrder: true}, *d.Integrity)
+}
+
+// pacedReorderProxy holds the first chat indication for connection conn
+// from the sender whose chat it is until that sender's next one has gone
+// through.
+func pacedReorderProxy(t *testing.T, target string, conn int) *proxy {
+	var held []byte
+	var heldFrom string
+	var done atomic.Bool
+	return newProxy(t, target, func(c int, f protocol.Frame) [][]byte {
+		if c != conn || !isChatIndication(f) || done.Load() {
+			return [][]byte{copyRaw(f)}
+		}
+		v, err := protocol.ParseChat(f.Body)
+		require.NoError(t, err)
+		switch {
+		case held == nil:
+			held, heldFrom = copyRaw(f), string(v.UserName)
+			return nil
+		case string(v.UserName) == heldFrom:
+			done.Store(true)
+			return [][]byte{copyRaw(f), held}
+		}
+		return [][]byte{copyRaw(f)}
+	})
+}
+
+func TestPacedReordered(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	p := pacedReorderProxy(t, s.Addr().String(), 1)
+	cfg := tcpConfig(p.addr())
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 1, 3, 5, 10*time.Millisecond
+	cfg.StrictOrder = false
+	d := mustPass(t, cfg)
+	assert.Equal(t, int64(30), d.Counts.Received)
+	require.NotNil(t, d.Integrity)
+	assert.Equal(t, int64(1), d.Integrity.SenderReordered)
+	assert.Regexp(t, `^Mark2 in Room1: chat 1 of Mark[13] arrived after its chat 2 \(1 later\)$`, d.Integrity.FirstReordered)
+	assert.Zero(t, d.Integrity.Lost)
+}
+
+func TestPacedReorderedStrictFails(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	p := pacedReorderProxy(t, s.Addr().String(), 1)
+	cfg := tcpConfig(p.addr())
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 1, 3, 5, 10*time.Millisecond
+	d := runExpectFailure(t, cfg)
+	assert.Equal(t, []string{results.FailReordered}, failureKinds(d), "%+v", d.Failures)
+	assert.True(t, d.Paced.Broken)
+}
+
+func TestPacedServerCloses(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	var chats atomic.Int64
+	var p *proxy
+	p = newProxy(t, s.Addr().String(), func(conn int, f protocol.Frame) [][]byte {
+		if isChatIndication(f) && chats.Add(1) == 10 {
+			go p.closeAll()
+			return nil
+		}
+		return [][]byte{copyRaw(f)}
+	})
+	cfg := tcpConfig(p.addr())
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 2, 3, 50, 5*time.Millisecond
+	d := runExpectFailure(t, cfg)
+	kinds := failureKinds(d)
+	require.NotEmpty(t, kinds)
+	assert.Contains(t, []string{results.FailClosed, results.FailReset}, kinds[0], "%+v", d.Failures)
+	assert.True(t, d.Paced.Broken)
+	assert.Less(t, d.Counts.Sent, int64(300))
+}
+
+func TestPacedInterrupted(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	cfg := tcpConfig(s.Addr().String())
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause, cfg.Duration = 2, 3, 0, 5*time.Millisecond, time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	obs := &startObserver{started: make(chan struct{})}
+	go func() {
+		<-obs.started
+		deadline := time.Now().Add(10 * time.Second)
+		for obs.live().Snapshot().Sent < 20 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	d := runWith(t, ctx, cfg, obs)
+	assert.True(t, d.Interrupted)
+	assert.True(t, d.Paced.Broken)
+	assert.Positive(t, d.Counts.Sent)
+}
+
 func TestIntegrityDrop(t *testing.T) {
 	checkGoroutines(t)
 	s := startServer(t, server.Config{})

@@ -284,95 +284,128 @@ func (u *user) sendExit() error {
 	return nil
 }
 
-// pacedRead is the reading side of a user in pause mode: it enters each
-// indication into the ledger and times it against the sender's record of
-// that send, from the actual send and from the schedule.
+// pacedRead is the reading side of a user in pause mode, on its own
+// goroutine: see pacedFrame.
 func (u *user) pacedRead() error {
-	r := u.r
-	n := int64(len(r.users))
 	for {
 		f, err := u.rd.Next()
 		if err != nil {
 			return u.failIO("read", err)
 		}
-		u.seen(f)
-		switch f.ID {
-		case protocol.IDChat:
-			if f.Type == protocol.Confirm {
-				u.confirms++
-				continue
-			}
-			v, err := protocol.ParseChat(f.Body)
-			if err != nil {
-				return u.failIO("read", err)
-			}
-			if f.Type != protocol.Indication || v.RoomID != 0 {
-				return u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
-			}
-			now := nanotime()
-			s := markNumber(v.UserName)
-			if s < 1 || s > n {
-				u.ledger.outsideChats++
-				continue
-			}
-			u.received++
-			if s == int64(u.num) {
-				u.ledger.corrupted++
-				r.rs.failures.Add(results.FailCorrupted, fmt.Sprintf("%s: a chat under its own name (%q)", u, v.Text), time.Now())
-				continue
-			}
-			j, fresh := u.identify(s, v.Text)
-			if !fresh {
-				continue
-			}
-			if j > 0 && u.storm != nil {
-				sender := r.users[s-1].storm
-				sender.arrived(j, now)
-				if j < int64(len(sender.firstArrivals)) {
-					u.storm.read(sender.firstArrivals[j].Load())
-				}
-			}
-			if st := u.storm; st != nil && st.rejoinedAt > 0 && st.recoveredAt == 0 && j > 0 {
-				// Recovered: a chat sent after this user's return.
-				if sender := r.users[s-1].storm; j < int64(len(sender.sendTimes)) && sender.sendTimes[j].Load() > st.rejoinedAt {
-					st.recoveredAt = now
-				}
-			}
-			if j > 0 {
-				ring := r.users[s-1].ring
-				slot := &ring[j&int64(len(ring)-1)]
+		if done, err := u.pacedFrame(f); done || err != nil {
+			return err
+		}
+	}
+}
+
+// pacedFrame handles one packet of a paced user's reading side (its
+// goroutine's or an event loop's): it enters each indication into the
+// ledger and times it against the sender's record of that send, from the
+// actual send and from the schedule. done is true once the user's exit is
+// confirmed.
+func (u *user) pacedFrame(f protocol.Frame) (done bool, err error) {
+	r := u.r
+	n := int64(len(r.users))
+	u.seen(f)
+	switch f.ID {
+	case protocol.IDChat:
+		if f.Type == protocol.Confirm {
+			u.confirms++
+			return false, nil
+		}
+		v, err := protocol.ParseChat(f.Body)
+		if err != nil {
+			return false, u.failIO("read", err)
+		}
+		if f.Type != protocol.Indication || v.RoomID != 0 {
+			return false, u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
+		}
+		now := nanotime()
+		s := markNumber(v.UserName)
+		if s < 1 || s > n {
+			u.ledger.outsideChats++
+			return false, nil
+		}
+		u.received++
+		if s == int64(u.num) {
+			u.ledger.corrupted++
+			r.rs.failures.Add(results.FailCorrupted, fmt.Sprintf("%s: a chat under its own name (%q)", u, v.Text), time.Now())
+			return false, nil
+		}
+		j, fresh := u.identify(s, v.Text)
+		if !fresh {
+			return false, nil
+		}
+		if j > 0 && u.storm != nil {
+			u.stormArrival(s, j, now)
+		}
+		if j > 0 {
+			ring := r.users[s-1].ring
+			slot := &ring[j&int64(len(ring)-1)]
+			if slot.n.Load() == j {
+				sent, sched := slot.sent.Load(), slot.sched.Load()
 				if slot.n.Load() == j {
-					sent, sched := slot.sent.Load(), slot.sched.Load()
-					if slot.n.Load() == j {
-						u.record(kDelivery, now-sent)
-						u.record(kScheduled, now-sched)
-						if sr := r.rs.stormRun; sr != nil {
-							sr.delivered(now - sent)
-						}
-						if first, last, all := slot.fan.arrive(now, n-1); all {
-							u.recordFanout(sent, first, last)
-						}
+					u.record(kDelivery, now-sent)
+					u.record(kScheduled, now-sched)
+					if sr := r.rs.stormRun; sr != nil {
+						sr.delivered(now - sent)
+					}
+					if first, last, all := slot.fan.arrive(now, n-1); all {
+						u.recordFanout(sent, first, last)
 					}
 				}
 			}
-			r.received.Add(1)
-			r.progress.Add(1)
-			u.tick(now, 0, 1)
-		case protocol.IDRoomList:
-			if f.Type == protocol.Confirm { // the answer to the sender's exit
-				u.done.Store(true)
-				return nil
-			}
-		case protocol.IDEnterRoom, protocol.IDExitRoom:
-			if f.Type == protocol.Indication {
-				u.roomNews(f)
-			}
-		default:
-			if err := u.other(f); err != nil {
-				return err
-			}
+		}
+		r.received.Add(1)
+		r.progress.Add(1)
+		u.tick(now, 0, 1)
+	case protocol.IDRoomList:
+		if f.Type == protocol.Confirm { // the answer to the sender's exit
+			u.done.Store(true)
+			return true, nil
+		}
+	case protocol.IDEnterRoom, protocol.IDExitRoom:
+		if f.Type == protocol.Indication {
+			u.roomNews(f)
+		}
+	default:
+		if err := u.other(f); err != nil {
+			return false, err
 		}
 	}
+	return false, nil
+}
+
+// stormArrival is a storm's account of chat j of user s reaching u at now.
+func (u *user) stormArrival(s, j, now int64) {
+	r := u.r
+	sender := r.users[s-1].storm
+	sender.arrived(j, now)
+	if j < int64(len(sender.firstArrivals)) {
+		u.storm.read(sender.firstArrivals[j].Load())
+	}
+	if st := u.storm; st.rejoinedAt > 0 && st.recoveredAt == 0 {
+		// Recovered: a chat sent after this user's return.
+		if j < int64(len(sender.sendTimes)) && sender.sendTimes[j].Load() > st.rejoinedAt {
+			st.recoveredAt = now
+		}
+	}
+}
+
+// publishSend numbers the user's chat sent and records it, scheduled at
+// sched (nanotime), in the user's ring for the receivers to time it; it
+// returns the time of the send.
+func (u *user) publishSend(sent, sched int64) int64 {
+	putNumber(u.chat[u.chatNumber:], sent)
+	slot := &u.ring[sent&int64(len(u.ring)-1)]
+	slot.n.Store(-1)
+	slot.sched.Store(sched)
+	slot.fan.reset()
+	now := nanotime()
+	slot.sent.Store(now)
+	slot.n.Store(sent)
+	u.r.progress.Add(1)
+	return now
 }
 
 // pacedSend is the sending side of a user in pause mode: after a random
@@ -408,18 +441,10 @@ func (u *user) pacedSend(offset time.Duration) error {
 			continue
 		}
 		sent++
-		putNumber(u.chat[u.chatNumber:], sent)
-		slot := &u.ring[sent&int64(len(u.ring)-1)]
-		slot.n.Store(-1)
-		slot.sched.Store(next)
-		slot.fan.reset()
-		now := nanotime()
-		slot.sent.Store(now)
-		slot.n.Store(sent)
+		now := u.publishSend(sent, next)
 		if st != nil && sent < int64(len(st.sendTimes)) {
 			st.sendTimes[sent].Store(now)
 		}
-		u.r.progress.Add(1)
 		rs.timeline.AddElapsed(time.Duration(now-rs.base), 1, 0)
 		if err := u.write(u.chat); err != nil {
 			if st != nil && st.down.Load() {
