@@ -87,9 +87,7 @@ func dial(ctx context.Context, target, room, name string, rcvbuf int) (net.Conn,
 	d := net.Dialer{Timeout: 10 * time.Second}
 	if rcvbuf > 0 {
 		d.Control = func(_, _ string, rc syscall.RawConn) error {
-			return rc.Control(func(fd uintptr) {
-				_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf)
-			})
+			return rc.Control(func(fd uintptr) { setReceiveBuffer(fd, rcvbuf) })
 		}
 	}
 	conn, err := d.DialContext(ctx, "tcp", target)

@@ -312,8 +312,7 @@ func (c *childServer) cpu(t testing.TB) time.Duration {
 
 func childMain() int {
 	if n, _ := strconv.Atoi(os.Getenv("VOLANOGO_CHILD_NOFILE")); n > 0 {
-		lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		if err := setOpenFiles(n); err != nil {
 			fmt.Fprintln(os.Stderr, "setrlimit:", err)
 			return 1
 		}

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,7 +55,7 @@ func TestSinceSeesThroughASwap(t *testing.T) {
 func TestSignalLoopIsExempt(t *testing.T) {
 	before := Snapshot()
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGUSR2)
+	signal.Notify(ch, quietSignal)
 	signal.Stop(ch)
 	for _, g := range Since(before) {
 		t.Errorf("reported: %s", g.Stack)
