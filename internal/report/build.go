@@ -108,6 +108,10 @@ type builder struct {
 	// warned the note of each kind of run warning (see warningCause).
 	reordered map[string]cause
 	warned    map[string]cause
+	// split names the platforms (labels, or servers by server) whose
+	// documents differ by engines: each engine pair is then a platform of
+	// its own (see platformOf).
+	split map[string]bool
 }
 
 // cause is a distinct failure cause.
@@ -146,11 +150,12 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 		b.rep.Warnings = append(b.rep.Warnings, e.Error())
 	}
 	slices.SortStableFunc(merged, runCompare)
+	b.split = splitByEngines(merged, b.nameOf)
 	for _, d := range merged {
 		k := b.key(d)
 		b.base[k.row] = k.row
 		if b.opt.By == ByCPUs {
-			b.base[k.row] = labelOf(d)
+			b.base[k.row] = b.platformOf(d)
 		}
 		b.docs[k] = append(b.docs[k], d)
 		b.rows[k.row] = append(b.rows[k.row], d)
@@ -177,6 +182,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	b.storm()
 	b.latency()
 	b.cost()
+	b.engines()
 	b.environments()
 	if opt.Compare[0] != "" {
 		if err := b.compare(); err != nil {
@@ -298,18 +304,52 @@ func stepOf(d *results.Document, kind string) int64 {
 func (b *builder) key(d *results.Document) cellKey {
 	kind := kindOf(d)
 	k := cellKey{kind: kind, step: stepOf(d, kind), cpus: cpusOf(d)}
-	switch b.opt.By {
-	case ByServer:
-		k.row = serverName(d)
-	case ByCPUs:
-		k.row = labelOf(d)
-		if k.cpus > 0 {
-			k.row += " (" + plural(k.cpus, "CPU") + ")"
-		}
-	default:
-		k.row = labelOf(d)
+	k.row = b.platformOf(d)
+	if b.opt.By == ByCPUs && k.cpus > 0 {
+		k.row += " (" + plural(k.cpus, "CPU") + ")"
 	}
 	return k
+}
+
+// nameOf is what names d's platform before engines: its server by server,
+// else its label.
+func (b *builder) nameOf(d *results.Document) string {
+	if b.opt.By == ByServer {
+		return serverName(d)
+	}
+	return labelOf(d)
+}
+
+// platformOf is d's platform: its name, followed by its engines when
+// documents of that name differ by engines ("fast (serve epoll / load
+// goroutine)"), so that runs differing only by engines are compared as
+// platforms are.
+func (b *builder) platformOf(d *results.Document) string {
+	name := b.nameOf(d)
+	if e := d.Engines(); e != "" && b.split[name] {
+		return name + " (" + e + ")"
+	}
+	return name
+}
+
+// splitByEngines names the platform names whose documents have more than
+// one engine pair (results.Document.Engines, unknown among them).
+func splitByEngines(docs []*results.Document, nameOf func(*results.Document) string) map[string]bool {
+	seen := map[string]map[string]bool{}
+	for _, d := range docs {
+		n := nameOf(d)
+		if seen[n] == nil {
+			seen[n] = map[string]bool{}
+		}
+		seen[n][d.Engines()] = true
+	}
+	split := map[string]bool{}
+	for n, es := range seen {
+		if len(es) > 1 {
+			split[n] = true
+		}
+	}
+	return split
 }
 
 func labelOf(d *results.Document) string {

@@ -17,7 +17,11 @@
 //
 //   - a row, the platform: its Label (--by label, the default), its server
 //     command line (--by server), or its label and the server's processor
-//     count (--by cpus);
+//     count (--by cpus); when documents of one label (or server) differ by
+//     engines (results.Document.Engines: the server's engine as it said,
+//     the client's), the engines follow the name in parentheses, "fast
+//     (serve epoll / load goroutine)", so that engines compare as
+//     platforms do; documents that record no engine keep the name alone;
 //   - a kind: turn-taking ("turns", Mark's test), paced (open loop), churn
 //     or storm;
 //   - a step: the connection count rooms × users for turn-taking runs, the
@@ -114,6 +118,18 @@
 // counters are the whole client machine's, so with client and server on
 // one machine they count both sides. A figure no run has is "–"; a cell
 // with none of the four has no row.
+//
+// # Which engine?
+//
+// When the platforms' documents have two engine pairs or more, the engine
+// table gives, at each turn-taking connection count, each platform that
+// recorded its engines: the server's and the client's engine, the
+// platform's score (its main cell), and the medians over the passed
+// counted runs of the messages per second (Throughput), of both CPUs per
+// message, of their efficiency to the floor (as in the cost table) and of
+// the server's memory per connection (results.Document.
+// ServerMemoryPerConnection). The platform is a column only when two rows
+// of one count have the same engines.
 //
 // # Churn
 //

@@ -32,6 +32,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"churnHeadline": churnHeadline,
 	"churnCells":    churnCells,
 	"costCells":     costCells,
+	"engineCells":   engineCells,
+	"engineNumeric": engineNumeric,
 	"stormHeadline": stormHeadline,
 	"stormCells":    stormCells,
 	"fanoutCells":   fanoutCells,
@@ -635,30 +637,32 @@ func capacityChart(cr CapacityRow) *capChart {
 
 type htmlData struct {
 	*Report
-	Rule         string
-	FastIntro    string
-	ScaleIntro   string
-	ClientNote   string
-	LatIntro     string
-	CostIntro    string
-	CostColumns  []string
-	CapIntro     string
-	ProcIntro    string
-	CompareIntro string
-	Verdict      string
-	FastChart    *barChart
-	ScaleChart   *lineChart
-	LatChart     *lineChart
-	P99Chart     *lineChart
-	CapCharts    map[string]*capChart
-	ChurnIntro   string
-	ChurnColumns []string
-	StormIntro   string
-	StormColumns []string
-	FanoutIntro  string
-	FanoutCols   []string
-	FanoutRows   []LatencyRow
-	Tools        []string
+	Rule          string
+	FastIntro     string
+	ScaleIntro    string
+	ClientNote    string
+	LatIntro      string
+	CostIntro     string
+	CostColumns   []string
+	EngineIntro   string
+	EngineColumns []string
+	CapIntro      string
+	ProcIntro     string
+	CompareIntro  string
+	Verdict       string
+	FastChart     *barChart
+	ScaleChart    *lineChart
+	LatChart      *lineChart
+	P99Chart      *lineChart
+	CapCharts     map[string]*capChart
+	ChurnIntro    string
+	ChurnColumns  []string
+	StormIntro    string
+	StormColumns  []string
+	FanoutIntro   string
+	FanoutCols    []string
+	FanoutRows    []LatencyRow
+	Tools         []string
 }
 
 func (r *Report) renderHTML(w io.Writer) error {
@@ -668,6 +672,9 @@ func (r *Report) renderHTML(w io.Writer) error {
 		FastChart: r.fastChart(), ScaleChart: r.scaleChart().fitLegend(), LatChart: r.latencyChart().fitLegend(), P99Chart: r.p99Chart().fitLegend()}
 	if r.Latency != nil {
 		d.FanoutRows = r.Latency.fanoutRows()
+	}
+	if r.Engines != nil {
+		d.EngineIntro, d.EngineColumns = engineIntroOf(r.Engines), engineColumns(r.Engines)
 	}
 	if r.Compare != nil {
 		d.CompareIntro = compareIntro(r.Compare)

@@ -161,6 +161,19 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		}
 		mdTable(w, costColumnsOf(t), map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true}, rows)
 	}
+	if t := r.Engines; t != nil {
+		fmt.Fprintf(w, "## Which engine?\n\n%s\n\n", engineIntroOf(t))
+		var rows [][]string
+		for _, row := range t.Rows {
+			rows = append(rows, engineCells(t, row))
+		}
+		cols := engineColumns(t)
+		right := map[int]bool{0: true}
+		for i := range cols {
+			right[i] = right[i] || engineNumeric(t, i)
+		}
+		mdTable(w, cols, right, rows)
+	}
 	if t := r.Compare; t != nil {
 		fmt.Fprintf(w, "## Compare: %s vs %s\n\n%s\n\n", mdEscape(t.A), mdEscape(t.B), mdEscape(compareIntro(t)))
 		var rows [][]string
@@ -392,6 +405,23 @@ func (r *Report) renderCSV(w io.Writer) error {
 				{"efficiency server", row.EfficiencyServer}, {"efficiency client", row.EfficiencyClient}} {
 				if m.v != nil {
 					rec(tb, row.Platform, row.Step, m.name, f64(*m.v))
+				}
+			}
+		}
+	}
+	if t := r.Engines; t != nil {
+		for _, row := range t.Rows {
+			rec("engines", row.Platform, row.Step, "server engine", row.Server)
+			rec("engines", row.Platform, row.Step, "client engine", row.Client)
+			rec("engines", row.Platform, row.Step, "score", row.Cell.RawText())
+			for _, m := range []struct {
+				name string
+				v    *float64
+			}{{"msg/s", row.Throughput}, {"server cpu/msg us", row.ServerMicros}, {"client cpu/msg us", row.ClientMicros},
+				{"efficiency server", row.EfficiencyServer}, {"efficiency client", row.EfficiencyClient},
+				{"server memory/conn bytes", row.MemoryPerConnection}} {
+				if m.v != nil {
+					rec("engines", row.Platform, row.Step, m.name, f64(*m.v))
 				}
 			}
 		}

@@ -63,6 +63,7 @@ type Report struct {
 	Scale      *ScaleTable     `json:"scale,omitempty"`
 	Latency    *LatencyTable   `json:"latency,omitempty"`
 	Cost       *CostTable      `json:"cost,omitempty"`
+	Engines    *EngineTable    `json:"engines,omitempty"`
 	Capacity   *CapacityTable  `json:"capacity,omitempty"`
 	Churn      *ChurnTable     `json:"churn,omitempty"`
 	Storm      *StormTable     `json:"storm,omitempty"`
@@ -610,6 +611,9 @@ type Environment struct {
 	// Server describes what is known of the server: its processors,
 	// GOMAXPROCS and where its resource figures came from.
 	Server []string `json:"server,omitempty"`
+	// Engines are the distinct engine pairs of its runs ("serve epoll /
+	// load goroutine", results.Document.Engines), as far as known.
+	Engines []string `json:"engines,omitempty"`
 	// ServerCommands are the distinct commands that started the server.
 	ServerCommands []string `json:"server_commands,omitempty"`
 	// Tools are the distinct volanogo builds that wrote the documents.

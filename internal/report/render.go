@@ -533,6 +533,9 @@ func envLines(e Environment) [][2]string {
 	for _, s := range e.Server {
 		out = append(out, [2]string{"Server", s})
 	}
+	if len(e.Engines) > 0 {
+		out = append(out, [2]string{"Engines", strings.Join(e.Engines, "; ")})
+	}
 	runs := plural(e.Runs, "run")
 	if e.Sharded > 0 {
 		runs += fmt.Sprintf(" (%s merged from %d shards)", plural(e.Sharded, "run"), e.Shards)

@@ -644,6 +644,7 @@ func (b *builder) environments() {
 				env.Shards += d.Shards
 			}
 			env.Transports = appendNew(env.Transports, d.Config.Transport)
+			env.Engines = appendNew(env.Engines, d.Engines())
 			if len(d.Config.ServerCommand) > 0 {
 				env.ServerCommands = appendNew(env.ServerCommands, shellJoin(d.Config.ServerCommand))
 			}
@@ -656,6 +657,7 @@ func (b *builder) environments() {
 		env.Machines = len(hosts)
 		slices.Sort(env.Transports)
 		slices.Sort(env.Server)
+		slices.Sort(env.Engines)
 		slices.Sort(env.Tools)
 		b.rep.Environments = append(b.rep.Environments, env)
 	}

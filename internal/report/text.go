@@ -317,6 +317,21 @@ func (r *Report) renderText(w io.Writer) error {
 		tb.write(w)
 	}
 
+	if t := r.Engines; t != nil {
+		heading(w, "Which engine?")
+		para(w, "", engineIntroOf(t))
+		fmt.Fprintln(w)
+		cols := engineColumns(t)
+		tb := &table{head: cols, left: map[int]bool{}, keep: 3}
+		for i := range cols {
+			tb.left[i] = !engineNumeric(t, i)
+		}
+		for _, row := range t.Rows {
+			tb.rows = append(tb.rows, engineCells(t, row))
+		}
+		tb.write(w)
+	}
+
 	if t := r.Compare; t != nil {
 		heading(w, "Compare: "+t.A+" vs "+t.B)
 		para(w, "", compareIntro(t))
