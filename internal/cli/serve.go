@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -67,8 +68,13 @@ its own goroutine; epoll (Linux) serves them from a few event loops
 (--loops, one per processor by default), each an OS thread waiting in
 epoll_wait, with no goroutine per connection: the same relay order, send
 buffer, slow-consumer close, limits, deadlines and metrics, in less memory
-per connection. WebSocket connections are served by goroutines on either
-engine.
+per connection. uring (Linux 5.11 or later) serves them from io_uring rings
+instead, one per loop: receives complete without a readiness report, and a
+chat goes to all of its room in one system call; if the kernel refuses
+io_uring (too old, sysctl kernel.io_uring_disabled, a seccomp filter) serve
+fails at start and says why. auto takes uring if it starts, else epoll,
+else goroutine, and logs which and why. WebSocket connections are always
+served by goroutines, whatever the engine.
 
 Rooms are permanent (--room, --rooms-file) or dynamic: a dynamic room is
 created by the default room of a client's Access request and removed as soon
@@ -121,8 +127,8 @@ then exits 0. A second signal ends it at once.`,
 	f.IntVar(&o.roomListMax, "room-list-max", server.DefaultRoomListMax, "most room names in an Access or RoomList confirm (which also stops at 16 KiB)")
 	f.StringArrayVar(&o.wsOrigins, "ws-origin", nil, "Origin a browser may open a WebSocket from (repeatable; * allows any; default: same host only)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.StringVar(&o.engine, "engine", server.EngineGoroutine, "how TCP connections are served: goroutine (one each) or epoll (Linux: event loops); WebSocket always uses goroutines")
-	f.IntVar(&o.loops, "loops", 0, "event loops of the epoll engine (0: one per processor)")
+	f.StringVar(&o.engine, "engine", server.EngineGoroutine, "how TCP connections are served: goroutine (one each), epoll (Linux: event loops), uring (Linux: io_uring rings) or auto (uring, else epoll, else goroutine); WebSocket always uses goroutines")
+	f.IntVar(&o.loops, "loops", 0, "event loops (rings) of the epoll and uring engines (0: one per processor)")
 	return cmd
 }
 
@@ -174,8 +180,10 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 			return &UsageError{Err: fmt.Errorf("%s must be positive (got %v)", v.name, v.v)}
 		}
 	}
-	if o.engine != server.EngineGoroutine && o.engine != server.EngineEpoll {
-		return &UsageError{Err: fmt.Errorf("--engine: %q is not one of goroutine, epoll", o.engine)}
+	switch o.engine {
+	case server.EngineGoroutine, server.EngineEpoll, server.EngineURing, server.EngineAuto:
+	default:
+		return &UsageError{Err: fmt.Errorf("--engine: %q is not one of goroutine, epoll, uring, auto", o.engine)}
 	}
 	if o.loops < 0 {
 		return &UsageError{Err: fmt.Errorf("--loops must not be negative (got %d)", o.loops)}
@@ -198,6 +206,9 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		return &UsageError{Err: err}
 	}
 	if err := srv.Start(); err != nil {
+		if errors.Is(err, server.ErrURingUnavailable) {
+			return fmt.Errorf("--engine %s: %w", o.engine, err)
+		}
 		return err
 	}
 	addr := func(a interface{ String() string }, on bool) string {

@@ -44,6 +44,7 @@ type conn struct {
 	detail    string        // what was wrong, for the log
 	wake      chan struct{} // WebSocket writer
 	ev        *evSock       // TCP on the epoll engine: the socket and its loop state; nil otherwise
+	ur        *urSock       // TCP on the io_uring engine: the socket and its loop state; nil otherwise
 
 	nc     net.Conn
 	remote string
@@ -77,6 +78,8 @@ type conn struct {
 func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
 	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), fd: -1}
 	if k, ok := nc.(*evSock); ok {
+		k.attachConn(c)
+	} else if k, ok := nc.(*urSock); ok {
 		k.attachConn(c)
 	} else if sc, ok := nc.(syscall.Conn); ok && canRawWrite {
 		raw, err := sc.SyscallConn()
@@ -135,6 +138,11 @@ func (c *conn) send(b []byte) {
 		if c.ev != nil {
 			// its loop writes the rest when the socket has room
 			c.evWantOut()
+			c.mu.Unlock()
+			return
+		}
+		if c.ur != nil {
+			c.urWantOut() // its ring polls for room and writes the rest
 			c.mu.Unlock()
 			return
 		}
@@ -464,6 +472,10 @@ func (c *conn) received(f protocol.Frame) {
 func (c *conn) wakeReader() {
 	if c.ev != nil {
 		c.ev.post()
+		return
+	}
+	if c.ur != nil {
+		c.ur.post()
 		return
 	}
 	if c.ws == nil {

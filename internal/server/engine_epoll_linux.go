@@ -56,10 +56,10 @@ import (
 
 func checkEngine(name string) error {
 	switch name {
-	case EngineGoroutine, EngineEpoll:
+	case EngineGoroutine, EngineEpoll, EngineURing, EngineAuto:
 		return nil
 	}
-	return errors.New("engine must be goroutine or epoll (got " + strconv.Quote(name) + ")")
+	return errors.New("engine must be goroutine, epoll, uring or auto (got " + strconv.Quote(name) + ")")
 }
 
 // errWouldBlock is what an evSock read returns when the socket has
@@ -290,7 +290,10 @@ const wakeSlot = -1
 // own, or on the epoll engine accept4 on its descriptor.
 func (s *Server) engineAccept(ln net.Listener) func() (net.Conn, error) {
 	tl, ok := ln.(*net.TCPListener)
-	if s.cfg.Engine != EngineEpoll || !ok || s.startEngine() == nil {
+	if ok && s.Engine() == EngineURing {
+		return s.urAccept(tl)
+	}
+	if s.Engine() != EngineEpoll || !ok || s.startEngine() == nil {
 		return ln.Accept
 	}
 	return func() (net.Conn, error) {
@@ -355,6 +358,7 @@ func (s *Server) startEngine() *evEngine {
 // stopEngine stops the loops (Shutdown, once every connection is
 // finished).
 func (s *Server) stopEngine() {
+	s.stopURing()
 	s.mu.Lock()
 	e := s.ev
 	s.ev = nil
@@ -380,6 +384,10 @@ func (e *evEngine) stop() {
 
 // serveConn serves a tracked connection: on its goroutine, or on a loop.
 func (s *Server) serveConn(c *conn) {
+	if c.ur != nil {
+		s.urServe(c)
+		return
+	}
 	k := c.ev
 	if k == nil {
 		go c.serve()

@@ -29,7 +29,7 @@ func TestEpollNoGoroutinePerConnection(t *testing.T) {
 	waitFor(t, "the connections", func() bool { return s.counters.open.Load() == n+1 })
 	assert.Less(t, runtime.NumGoroutine()-before, n/4, "goroutines grew with the connections")
 
-	_, err := New(Config{Engine: "uring"})
+	_, err := New(Config{Engine: "kqueue"})
 	require.Error(t, err)
 	_, err = New(Config{Engine: EngineEpoll, Loops: -1})
 	require.Error(t, err)

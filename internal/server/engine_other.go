@@ -12,12 +12,12 @@ import (
 
 func checkEngine(name string) error {
 	switch name {
-	case EngineGoroutine:
+	case EngineGoroutine, EngineAuto:
 		return nil
-	case EngineEpoll:
-		return errors.New("engine epoll needs Linux; this build has only the goroutine engine")
+	case EngineEpoll, EngineURing:
+		return errors.New("engine " + name + " needs Linux; this build has only the goroutine engine")
 	}
-	return errors.New("engine must be goroutine or epoll (got " + strconv.Quote(name) + ")")
+	return errors.New("engine must be goroutine, epoll, uring or auto (got " + strconv.Quote(name) + ")")
 }
 
 type evEngine struct{}

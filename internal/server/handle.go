@@ -295,13 +295,18 @@ func (c *conn) handleChat(body []byte) {
 	b = protocol.AppendRawString(b, nil)
 	b = protocol.AppendRawString(b, nil)
 	n := 0
-	for _, o := range r.members {
-		if o != m {
-			o.c.send(b[:ind])
-			n++
+	if c.ur != nil && c.ur.loop != nil {
+		// io_uring: one submission for every receiver and the confirm
+		n = c.ur.loop.relay(c, m, r.members, b[:ind], b[ind:])
+	} else {
+		for _, o := range r.members {
+			if o != m {
+				o.c.send(b[:ind])
+				n++
+			}
 		}
+		c.send(b[ind:])
 	}
-	c.send(b[ind:])
 	r.mu.Unlock()
 	c.keepScratch(b)
 	s.counters.out(protocol.IDChat, n+1, n*ind+len(b)-ind)

@@ -191,12 +191,14 @@ type Config struct {
 	// one line per reason per interval, with a count (default 10 s).
 	LogInterval time.Duration
 	// Engine serves the TCP chat connections: EngineGoroutine (default: a
-	// goroutine per connection) or EngineEpoll (Linux: a few event loops,
-	// no goroutine per connection). WebSocket connections are served by
-	// goroutines on every engine.
+	// goroutine per connection), EngineEpoll (Linux: a few event loops,
+	// no goroutine per connection), EngineURing (Linux: a few io_uring
+	// rings; Start fails if the kernel refuses them) or EngineAuto (uring,
+	// else epoll, else goroutine; Server.Engine tells which). WebSocket
+	// connections are served by goroutines on every engine.
 	Engine string
-	// Loops is the epoll engine's event loops (default: one per processor,
-	// GOMAXPROCS).
+	// Loops is the epoll and uring engines' event loops (default: one per
+	// processor, GOMAXPROCS).
 	Loops int
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
@@ -352,6 +354,8 @@ type Server struct {
 
 	wg         sync.WaitGroup // accept loops, HTTP servers and connections
 	ev         *evEngine      // the epoll engine's loops, once started; guarded by mu
+	ur         *urEngine      // the io_uring engine's rings, once started; guarded by mu
+	engine     string         // the engine in use, once Start or ServeTCP resolved it; guarded by mu
 	lastEMFILE atomic.Int64   // unix nanos of the last "out of descriptors" log line
 }
 
@@ -383,8 +387,17 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Engine is the engine serving the TCP chat connections (Config.Engine).
-func (s *Server) Engine() string { return s.cfg.Engine }
+// Engine is the engine serving TCP connections: EngineGoroutine,
+// EngineEpoll or EngineURing, once Start or ServeTCP has started it
+// (EngineAuto resolved, a fallback applied); Config.Engine before.
+func (s *Server) Engine() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.engine == "" {
+		return s.cfg.Engine
+	}
+	return s.engine
+}
 
 // Registry is the server's private Prometheus registry.
 func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
@@ -401,6 +414,9 @@ func (s *Server) Start() error {
 		return err
 	}
 	if s.cfg.Listen != "" {
+		if err := s.resolveEngine(); err != nil {
+			return fail(err)
+		}
 		ln, err := net.Listen("tcp", s.cfg.Listen)
 		if err != nil {
 			return fail(fmt.Errorf("chat listener: %w", err))
@@ -612,6 +628,9 @@ func (s *Server) ServeTCP(ln net.Listener) {
 	}
 	s.mu.Unlock()
 	a := &acceptor{s: s, ln: ln}
+	if err := s.resolveEngine(); err != nil {
+		s.log.Error("cannot start the engine, serving with goroutines", "engine", s.cfg.Engine, "err", err)
+	}
 	a.accept = s.engineAccept(ln)
 	a.holdReserve()
 	s.chatListeners.Add(1)

@@ -11,7 +11,9 @@ import (
 
 // Operation codes (enum io_uring_op) and flags used here.
 const (
+	OpPollAdd     = 6
 	OpAsyncCancel = 14
+	OpRead        = 22
 	OpSend        = 26
 	OpRecv        = 27
 
@@ -22,6 +24,7 @@ const (
 	enterExtArg    = 1 << 3
 
 	featSingleMmap = 1 << 0
+	featNoDrop     = 1 << 1
 	featExtArg     = 1 << 8
 
 	offSQRing = 0
@@ -103,10 +106,38 @@ type Ring struct {
 // timeout in io_uring_enter (IORING_FEAT_EXT_ARG, Linux 5.11).
 var ErrNoExtArg = errors.New("io_uring: the kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11 or later)")
 
+// Setup flags (IORING_SETUP_*) for NewWith.
+const (
+	// SetupCQSize: the completion queue has Options.CQEntries entries.
+	SetupCQSize = 1 << 3
+	// SetupSubmitAll: an entry that fails at submission does not stop
+	// the ones after it (Linux 5.18).
+	SetupSubmitAll = 1 << 7
+	// SetupCoopTaskrun: the kernel does not interrupt the ring's thread
+	// to run completions; they run when it enters the kernel (5.19).
+	SetupCoopTaskrun = 1 << 8
+	// SetupSingleIssuer: only the thread that made the ring submits (6.0).
+	SetupSingleIssuer = 1 << 12
+)
+
+// Options are NewWith's settings.
+type Options struct {
+	// Flags are IORING_SETUP_* flags (the Setup constants).
+	Flags uint32
+	// CQEntries is the completion queue's size with SetupCQSize.
+	CQEntries uint32
+}
+
 // New sets up a ring of entries submission entries (the completion queue
 // has twice as many, the kernel's default), with no setup flags.
-func New(entries uint32) (*Ring, error) {
-	var p params
+func New(entries uint32) (*Ring, error) { return NewWith(entries, Options{}) }
+
+// NewWith sets up a ring of entries submission entries with the setup
+// flags of o. The errors of io_uring_setup wrap its errno: ENOSYS (no
+// io_uring in this kernel), EPERM (sysctl kernel.io_uring_disabled, or a
+// seccomp filter), EINVAL (a flag or size this kernel does not know).
+func NewWith(entries uint32, o Options) (*Ring, error) {
+	p := params{Flags: o.Flags, CQEntries: o.CQEntries}
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
@@ -122,6 +153,10 @@ func New(entries uint32) (*Ring, error) {
 	}
 	return r, nil
 }
+
+// NoDrop tells whether the kernel keeps completions that overflow the
+// completion queue until there is room (IORING_FEAT_NODROP, 5.5).
+func (r *Ring) NoDrop() bool { return r.features&featNoDrop != 0 }
 
 func (r *Ring) mmap(p *params) error {
 	sqSize := int(p.SQOff.Array) + int(p.SQEntries)*4
@@ -202,6 +237,24 @@ func PrepSend(sqe *SQE, fd int, buf unsafe.Pointer, n int, flags uint32, userDat
 	sqe.Opcode, sqe.Fd, sqe.Addr, sqe.Len, sqe.OpFlags, sqe.UserData = OpSend, int32(fd), uint64(uintptr(buf)), uint32(n), flags, userData
 }
 
+// PrepPollAdd makes sqe a one-shot poll of fd for events (POLLIN,
+// POLLOUT...); the completion's Res is the events that fired.
+func PrepPollAdd(sqe *SQE, fd int, events uint32, userData uint64) {
+	sqe.Opcode, sqe.Fd, sqe.OpFlags, sqe.UserData = OpPollAdd, int32(fd), events, userData
+}
+
+// PrepRead makes sqe a read of up to n bytes at buf from fd (at the
+// file's position: an eventfd, a pipe).
+func PrepRead(sqe *SQE, fd int, buf unsafe.Pointer, n int, userData uint64) {
+	sqe.Opcode, sqe.Fd, sqe.Off, sqe.Addr, sqe.Len, sqe.UserData = OpRead, int32(fd), ^uint64(0), uint64(uintptr(buf)), uint32(n), userData
+}
+
+// PrepCancel makes sqe a cancellation of the request in flight whose user
+// data is target.
+func PrepCancel(sqe *SQE, target, userData uint64) {
+	sqe.Opcode, sqe.Fd, sqe.Addr, sqe.UserData = OpAsyncCancel, -1, target, userData
+}
+
 // PrepCancelAll makes sqe a cancellation of every request in flight.
 func PrepCancelAll(sqe *SQE, userData uint64) {
 	sqe.Opcode, sqe.Fd, sqe.OpFlags, sqe.UserData = OpAsyncCancel, -1, AsyncCancelAny, userData
@@ -226,6 +279,34 @@ func (r *Ring) Submit() error {
 	_, err := r.enter(n, 0, 0, nil)
 	return err
 }
+
+// SubmitWait submits the prepared entries and waits until at least
+// wait completions are waiting (0: does not wait), for at most timeout
+// (nil: no limit). One io_uring_enter. A timeout or an interrupted wait
+// is not an error.
+func (r *Ring) SubmitWait(wait uint32, timeout *unix.Timespec) error {
+	n := r.flush()
+	if wait == 0 || r.Ready() >= wait {
+		if n == 0 {
+			return nil
+		}
+		_, err := r.enter(n, 0, 0, nil)
+		return err
+	}
+	var arg getEventsArg
+	if timeout != nil {
+		arg.Ts = uint64(uintptr(unsafe.Pointer(timeout)))
+	}
+	_, err := r.enter(n, wait, enterGetEvents|enterExtArg, &arg)
+	if errors.Is(err, unix.ETIME) || errors.Is(err, unix.EINTR) {
+		return nil
+	}
+	return err
+}
+
+// Unsubmitted is the number of entries prepared or published that the
+// kernel has not consumed yet.
+func (r *Ring) Unsubmitted() uint32 { return r.sqeTail - atomic.LoadUint32(r.sqHead) }
 
 // Ready is the number of completions waiting to be consumed.
 func (r *Ring) Ready() uint32 { return atomic.LoadUint32(r.cqTail) - *r.cqHead }

@@ -1,0 +1,1169 @@
+//go:build linux
+
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volanogo/volanogo/internal/uring"
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// The io_uring engine (Config.Engine EngineURing) serves TCP connections
+// from a few rings, each owned by a goroutine locked to its OS thread,
+// like the epoll engine's loops, with the same handlers. What differs is
+// how the loop talks to the kernel:
+//
+//   - Receives: every connection has a recv in flight on its loop's ring,
+//     into its own buffer; a completion is a read done, with no readiness
+//     report and read system call to pair. The packets it completes are
+//     handled, and the recv is armed again (unless the connection is
+//     paused by the request rate or closing).
+//   - The relay: a chat from a connection of a ring is written to every
+//     receiver that has nothing waiting by one send entry each (non-
+//     blocking: MSG_DONTWAIT, so a full socket completes with EAGAIN
+//     rather than waits), all submitted by one io_uring_enter, still under
+//     the room's lock: the kernel runs them during the call, so the packet
+//     (the sender's scratch buffer) is not needed after it. While its send
+//     is in flight a receiver counts the bytes as in flight (the send
+//     buffer's bound sees them) and is flushing: whatever else comes for
+//     it, from any thread, waits in its out buffer behind them. What a
+//     send leaves unwritten goes in front of out, and the receiver's own
+//     ring polls its socket for room (POLLOUT) to write the rest, with the
+//     epoll engine's write-stall and slow-consumer rules.
+//
+// Everything else (other replies, broadcasts of entries and exits) goes
+// through conn.send as on the other engines: a non-blocking send, and the
+// rest to out.
+//
+// A connection's descriptor is closed by its loop only, once no request
+// of any ring uses it: a close from elsewhere shuts the socket down, which
+// completes its recv and poll, and posts it to its loop; a send in flight
+// on another ring is counted (sending) and the loop waits for it.
+
+// The engines that pick one of the others at Start.
+const (
+	// EngineURing serves TCP connections from io_uring rings (Linux 5.11
+	// or later, io_uring allowed).
+	EngineURing = "uring"
+	// EngineAuto is uring if its rings start, else epoll (Linux), else
+	// goroutine.
+	EngineAuto = "auto"
+)
+
+// ErrURingUnavailable is the error of an io_uring engine that cannot
+// start: the kernel refused a ring.
+var ErrURingUnavailable = errors.New("io_uring unavailable")
+
+// Ring sizes: submission entries (a chat to a room of 20 takes 21), and
+// completions (a recv per connection of the ring may complete at once).
+const (
+	urEntries   = 4096
+	urCQEntries = 32768
+	urRecvBuf   = 2048
+)
+
+// urSetup makes a loop's ring, on the loop's thread; tests replace it to
+// simulate a kernel without io_uring.
+var urSetup = func() (*uring.Ring, error) {
+	o := uring.Options{Flags: uring.SetupCQSize | uring.SetupSubmitAll | uring.SetupCoopTaskrun | uring.SetupSingleIssuer,
+		CQEntries: urCQEntries}
+	r, err := uring.NewWith(urEntries, o)
+	if errors.Is(err, unix.EINVAL) {
+		// a kernel older than 6.0 lacks some of the flags
+		o.Flags = uring.SetupCQSize
+		r, err = uring.NewWith(urEntries, o)
+	}
+	return r, err
+}
+
+// urUnavailable explains a failed io_uring_setup by its errno.
+func urUnavailable(err error) error {
+	why := ""
+	switch {
+	case errors.Is(err, unix.ENOSYS):
+		why = "this kernel has no io_uring (it needs Linux 5.11 or later built with CONFIG_IO_URING)"
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		why = "io_uring is not allowed here: sysctl kernel.io_uring_disabled, or a seccomp filter (a container runtime's default profile)"
+	case errors.Is(err, unix.EINVAL), errors.Is(err, uring.ErrNoExtArg):
+		why = "the kernel lacks io_uring features this engine needs (Linux 5.11 or later)"
+	case errors.Is(err, unix.ENOMEM):
+		why = "not enough lockable memory for the rings (ulimit -l)"
+	case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE):
+		why = "out of file descriptors"
+	}
+	if why != "" {
+		return fmt.Errorf("%w: %w (%s)", ErrURingUnavailable, err, why)
+	}
+	return fmt.Errorf("%w: %w", ErrURingUnavailable, err)
+}
+
+// User data of the rings' requests: a tag in the top byte, and for a recv
+// or poll its connection's slot, for a send its index in the batch.
+const (
+	urTagShift = 56
+	urTagMask  = 0xff << urTagShift
+	urRecv     = 1 << urTagShift
+	urPoll     = 2 << urTagShift
+	urSend     = 3 << urTagShift
+	urWake     = 4 << urTagShift
+	urCancel   = 5 << urTagShift
+)
+
+// urSock is one TCP connection of the io_uring engine: the net.Conn over
+// the raw socket that the accept loop, protocol.Reader and closeLocked
+// see, and the state its loop keeps for it.
+type urSock struct {
+	fd     int
+	remote *net.TCPAddr
+	state  atomic.Int32 // sockLoose ... sockClosed, as evSock's
+	c      *conn
+	loop   *urLoop
+
+	// Owned by the loop.
+	slot      int32 // index in loop.slots; -1 before register and after release
+	queued    bool  // in loop.queue (guarded by loop.qmu)
+	rbuf      []byte
+	rdata     []byte // received, not yet read by the reader
+	rerr      error  // the end of the stream or a receive error, once rdata is read
+	recvArmed bool
+	pollArmed bool
+	cancelled bool // the requests in flight were cancelled (release)
+	paused    bool
+	accessBy  int64 // unix nanos: the Access deadline (0: none)
+	idleAt    int64 // unix nanos: the next idle check (0: not armed)
+	seen      uint64
+	lingerBy  int64           // unix nanos: the end of the drain (0: not draining)
+	pauseBy   int64           // unix nanos: a paused connection resumes then
+	held      *protocol.Frame // the packet a paused connection handles on resuming
+	scanned   uint64          // c.packets at the last scan
+
+	// Guarded by conn.mu.
+	sawEOF      bool  // draining, the client closed
+	stallBy     int64 // unix nanos: the write stall deadline of the current batch
+	batchLeft   int   // bytes of the current batch not yet written
+	wantOut     bool  // the loop is to poll the socket for room
+	sending     int   // sends in flight on some ring: the descriptor stays open
+	releaseWait bool  // the loop waits for sending to fall to zero
+}
+
+// Read hands protocol.Reader what the last recv brought; then the end of
+// the stream or the error, if the recv ended so; else errWouldBlock.
+func (k *urSock) Read(p []byte) (int, error) {
+	if len(k.rdata) > 0 {
+		n := copy(p, k.rdata)
+		k.rdata = k.rdata[n:]
+		return n, nil
+	}
+	if k.rerr != nil {
+		return 0, k.rerr
+	}
+	return 0, errWouldBlock
+}
+
+// Write writes what the socket takes now; the server writes through
+// tryWrite and its loop, never through this.
+func (k *urSock) Write(p []byte) (int, error) {
+	n, err := writeNonblock(uintptr(k.fd), p)
+	if err == nil && n < len(p) {
+		err = errWouldBlock
+	}
+	return n, err
+}
+
+// Close closes a socket no loop has; for one a loop has, it shuts the
+// socket down (which completes its recv and poll) and tells the loop,
+// which closes the descriptor once no request uses it. For a tracked
+// connection it is called under conn.mu (closeLocked).
+func (k *urSock) Close() error {
+	for {
+		switch k.state.Load() {
+		case sockLoose:
+			if k.state.CompareAndSwap(sockLoose, sockClosed) {
+				return unix.Close(k.fd)
+			}
+		case sockAttached:
+			if k.state.CompareAndSwap(sockAttached, sockClosing) {
+				err := unix.Shutdown(k.fd, unix.SHUT_RDWR)
+				k.post()
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// CloseWrite sends a FIN (conn.shutdownWriteLocked, under conn.mu).
+func (k *urSock) CloseWrite() error {
+	if k.state.Load() >= sockClosing {
+		return nil
+	}
+	return unix.Shutdown(k.fd, unix.SHUT_WR)
+}
+
+func (k *urSock) SetNoDelay(on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	return unix.SetsockoptInt(k.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
+}
+
+func (k *urSock) SetWriteBuffer(n int) error {
+	return unix.SetsockoptInt(k.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, n)
+}
+
+func (k *urSock) LocalAddr() net.Addr {
+	sa, err := unix.Getsockname(k.fd)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return sockaddrTCP(sa)
+}
+
+func (k *urSock) RemoteAddr() net.Addr { return k.remote }
+
+// The loop keeps the deadlines; these are not used.
+func (k *urSock) SetDeadline(time.Time) error      { return nil }
+func (k *urSock) SetReadDeadline(time.Time) error  { return nil }
+func (k *urSock) SetWriteDeadline(time.Time) error { return nil }
+
+// attachConn makes c the connection of k (newTCPConn) and picks its
+// loop, before the connection is tracked.
+func (k *urSock) attachConn(c *conn) {
+	k.c = c
+	c.ur = k
+	c.fd = k.fd
+	k.remote = nil // c.remote has it
+	c.s.mu.Lock()
+	if e := c.s.ur; e != nil {
+		k.loop = e.loops[int(e.next.Add(1))%len(e.loops)]
+	}
+	c.s.mu.Unlock()
+}
+
+// post queues the connection for its loop's attention (new, closed,
+// draining, or wanting room to write) and wakes the loop if it waits.
+func (k *urSock) post() {
+	l := k.loop
+	if l == nil {
+		return
+	}
+	l.qmu.Lock()
+	if k.queued {
+		l.qmu.Unlock()
+		return
+	}
+	k.queued = true
+	l.queue = append(l.queue, k.c)
+	wake := l.sleeping && !l.signalled
+	if wake {
+		l.signalled = true
+	}
+	l.qmu.Unlock()
+	if wake {
+		l.wake()
+	}
+}
+
+// urEngine is a server's rings.
+type urEngine struct {
+	loops []*urLoop
+	next  atomic.Uint32
+	wg    sync.WaitGroup
+}
+
+// urLoop is one ring and its connections.
+type urLoop struct {
+	s      *Server
+	ring   *uring.Ring
+	wakefd int
+	tick   time.Duration
+	wbuf   [8]byte // the eventfd's counter, read by the ring
+
+	qmu       sync.Mutex // guards queue, signalled, sleeping, stop
+	queue     []*conn
+	signalled bool // the eventfd was written since the queue was last taken
+	sleeping  bool // the loop waits in the kernel (a post must wake it)
+	stop      bool
+
+	// Owned by the loop.
+	slots     []*conn
+	free      []int32
+	open      int
+	armed     int // requests in flight: recvs, polls, the eventfd read
+	wakeArmed bool
+	paused    []*conn
+	nextScan  time.Time
+	cqes      []uring.CQE // completions taken from the ring, not yet handled
+	batch     []urSendReq // the sends of the chat being relayed
+	left      int         // sends of the batch not completed
+	ts        unix.Timespec
+}
+
+// urSendReq is one send of a relayed chat.
+type urSendReq struct {
+	c *conn
+	p []byte
+}
+
+// startURing starts the rings once (every loop's ring is made on its own
+// thread); the error says why io_uring cannot be used.
+func (s *Server) startURing() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ur != nil {
+		return nil
+	}
+	n := s.cfg.Loops
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	e := &urEngine{}
+	for range n {
+		l := &urLoop{s: s, tick: engineTick(&s.cfg), wakefd: -1}
+		ready := make(chan error, 1)
+		e.wg.Add(1)
+		go func() { defer e.wg.Done(); l.run(ready) }()
+		if err := <-ready; err != nil {
+			e.stop()
+			return err
+		}
+		e.loops = append(e.loops, l)
+	}
+	s.ur = e
+	return nil
+}
+
+// engineTick is the period of a loop's deadline scan: an eighth of the
+// shortest deadline, between 5 ms and 250 ms.
+func engineTick(cfg *Config) time.Duration {
+	tick := 250 * time.Millisecond
+	for _, d := range []time.Duration{cfg.AccessTimeout, cfg.IdleTimeout, writeStall} {
+		if d > 0 {
+			tick = min(tick, d/8)
+		}
+	}
+	return max(tick, 5*time.Millisecond)
+}
+
+// stopURing stops the rings (Shutdown, once every connection is
+// finished).
+func (s *Server) stopURing() {
+	s.mu.Lock()
+	e := s.ur
+	s.ur = nil
+	s.mu.Unlock()
+	if e != nil {
+		e.stop()
+	}
+}
+
+func (e *urEngine) stop() {
+	for _, l := range e.loops {
+		l.qmu.Lock()
+		l.stop = true
+		l.qmu.Unlock()
+		l.wake()
+	}
+	e.wg.Wait()
+	for _, l := range e.loops {
+		_ = unix.Close(l.wakefd)
+	}
+}
+
+// resolveEngine starts the configured engine, once: for uring its rings
+// (an error if they cannot be), for auto the first of uring, epoll and
+// goroutine that starts, logging which and why.
+func (s *Server) resolveEngine() error {
+	s.mu.Lock()
+	done := s.engine != ""
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	use, err := EngineGoroutine, error(nil)
+	switch s.cfg.Engine {
+	case EngineURing:
+		if err = s.startURing(); err == nil {
+			use = EngineURing
+		}
+	case EngineAuto:
+		uerr := s.startURing()
+		switch {
+		case uerr == nil:
+			use = EngineURing
+			s.log.Info("engine auto: uring", "why", "io_uring rings started")
+		case s.startEngine() != nil:
+			use = EngineEpoll
+			s.log.Info("engine auto: epoll", "why", uerr.Error())
+		default:
+			s.log.Info("engine auto: goroutine", "why", uerr.Error()+"; the epoll loops did not start either")
+		}
+	case EngineEpoll:
+		if s.startEngine() != nil {
+			use = EngineEpoll
+		}
+	}
+	s.mu.Lock()
+	if s.engine == "" {
+		s.engine = use
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// urAccept is the acceptor's accept function on the io_uring engine: as
+// the epoll engine's, the socket leaves Go's poller (a duplicate of its
+// descriptor stays); without a descriptor to spare the connection is
+// served by a goroutine.
+func (s *Server) urAccept(tl *net.TCPListener) func() (net.Conn, error) {
+	return func() (net.Conn, error) {
+		nc, err := tl.AcceptTCP()
+		if err != nil {
+			return nil, err
+		}
+		rc, err := nc.SyscallConn()
+		if err != nil {
+			return nc, nil
+		}
+		fd := -1
+		_ = rc.Control(func(s uintptr) { fd, _ = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) })
+		if fd < 0 {
+			return nc, nil
+		}
+		remote, _ := nc.RemoteAddr().(*net.TCPAddr)
+		_ = nc.Close()
+		return &urSock{fd: fd, remote: remote, slot: -1}, nil
+	}
+}
+
+// urServe hands a tracked connection to its loop.
+func (s *Server) urServe(c *conn) {
+	k := c.ur
+	if k.loop == nil {
+		// the engine stopped (the server is closing)
+		c.close(ReasonShutdown)
+		c.finish()
+		return
+	}
+	if s.cfg.AccessTimeout > 0 {
+		k.accessBy = time.Now().Add(s.cfg.AccessTimeout).UnixNano()
+	}
+	k.state.Store(sockAttached)
+	k.post()
+}
+
+func (l *urLoop) wake() {
+	one := [8]byte{1}
+	if l.wakefd >= 0 {
+		_, _ = unix.Write(l.wakefd, one[:])
+	}
+}
+
+// run is the loop, on its own OS thread; ready gets nil once the ring
+// works, or why it cannot.
+func (l *urLoop) run(ready chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ring, err := urSetup()
+	if err != nil {
+		ready <- urUnavailable(err)
+		return
+	}
+	l.ring = ring
+	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		ring.Close()
+		ready <- os.NewSyscallError("eventfd", err)
+		return
+	}
+	l.wakefd = wakefd
+	l.armWake()
+	if err := l.ring.SubmitWait(0, nil); err != nil {
+		l.teardown()
+		_ = unix.Close(wakefd)
+		ready <- urUnavailable(fmt.Errorf("io_uring_enter: %w", err))
+		return
+	}
+	ready <- nil
+	for {
+		q, stop := l.takeQueue()
+		if stop {
+			break
+		}
+		wait, timeout := uint32(1), l.timeout()
+		if q != nil {
+			l.runQueue(q)
+			wait = 0 // posted work: submit what it armed, do not wait
+		}
+		err := l.ring.SubmitWait(wait, timeout)
+		if wait == 1 {
+			l.qmu.Lock()
+			l.sleeping = false
+			l.qmu.Unlock()
+		}
+		if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) {
+			l.s.log.Error("uring engine: io_uring_enter failed", "err", err)
+			break
+		}
+		l.reap()
+		for i := 0; i < len(l.cqes); i++ {
+			l.complete(l.cqes[i]) // a relay may append to cqes
+		}
+		clear(l.cqes)
+		l.cqes = l.cqes[:0]
+		now := time.Now()
+		if len(l.paused) > 0 {
+			l.resumePaused(now.UnixNano())
+		}
+		if l.open > 0 && !now.Before(l.nextScan) {
+			l.scan(now.UnixNano())
+			l.nextScan = now.Add(l.tick)
+		}
+	}
+	l.teardown()
+}
+
+// takeQueue takes the posted connections; with none, the loop is about
+// to wait (sleeping), so that a post wakes it.
+func (l *urLoop) takeQueue() (q []*conn, stop bool) {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if l.stop {
+		return nil, true
+	}
+	if len(l.queue) == 0 {
+		l.sleeping = true
+		return nil, false
+	}
+	q = l.queue
+	l.queue = nil
+	l.signalled = false
+	for _, c := range q {
+		c.ur.queued = false
+	}
+	return q, false
+}
+
+func (l *urLoop) runQueue(q []*conn) {
+	for _, c := range q {
+		k := c.ur
+		if k.slot < 0 {
+			if k.state.Load() == sockClosed {
+				continue // released already
+			}
+			l.register(c)
+		}
+		l.settle(c)
+	}
+}
+
+// teardown cancels what is still in flight, waits (a few seconds at most)
+// for the kernel to be done with the buffers, and closes the ring (the
+// eventfd is closed by urEngine.stop, once no one may write it).
+func (l *urLoop) teardown() {
+	if l.armed > 0 {
+		if q := l.sqe(); q != nil {
+			uring.PrepCancelAll(q, urCancel)
+		}
+		ts := unix.NsecToTimespec(int64(100 * time.Millisecond))
+		deadline := time.Now().Add(3 * time.Second)
+		for l.armed > 0 && time.Now().Before(deadline) {
+			if err := l.ring.SubmitWait(1, &ts); err != nil && !errors.Is(err, unix.EBUSY) {
+				break
+			}
+			r := l.ring
+			head, tail := r.Head(), r.Tail()
+			for h := head; h != tail; h++ {
+				switch r.Entry(h).UserData & urTagMask {
+				case urRecv, urPoll, urWake:
+					l.armed--
+				}
+			}
+			r.Advance(tail - head)
+		}
+	}
+	if l.armed == 0 {
+		l.ring.Close()
+	} // else the kernel may still write into the buffers: the ring stays
+}
+
+// timeout is the wait's limit: until the next scan or resume; none with
+// no connections.
+func (l *urLoop) timeout() *unix.Timespec {
+	if l.open == 0 && len(l.paused) == 0 {
+		return nil
+	}
+	until := l.nextScan
+	for _, c := range l.paused {
+		if t := time.Unix(0, c.ur.pauseBy); t.Before(until) {
+			until = t
+		}
+	}
+	d := max(time.Until(until), 0)
+	l.ts = unix.NsecToTimespec(int64(d))
+	return &l.ts
+}
+
+// sqe is a free submission entry, submitting what is queued when the
+// queue is full.
+func (l *urLoop) sqe() *uring.SQE {
+	for range 100 {
+		if q := l.ring.GetSQE(); q != nil {
+			return q
+		}
+		if err := l.ring.SubmitWait(0, nil); err != nil {
+			l.reap() // EBUSY: make room in the completion queue
+		}
+	}
+	l.s.log.Error("uring engine: the submission queue stays full")
+	return nil
+}
+
+// reap takes the ring's completions: a send's is handled at once (a
+// relay waits for it), the others are kept in cqes for the loop.
+func (l *urLoop) reap() {
+	r := l.ring
+	head, tail := r.Head(), r.Tail()
+	for h := head; h != tail; h++ {
+		e := r.Entry(h)
+		if e.UserData&urTagMask == urSend {
+			l.sendDone(int(e.UserData&^urTagMask), e.Res)
+		} else {
+			l.cqes = append(l.cqes, *e)
+		}
+	}
+	r.Advance(tail - head)
+}
+
+func (l *urLoop) armWake() {
+	q := l.sqe()
+	if q == nil {
+		return
+	}
+	uring.PrepRead(q, l.wakefd, unsafe.Pointer(&l.wbuf[0]), len(l.wbuf), urWake)
+	l.wakeArmed = true
+	l.armed++
+}
+
+// complete handles one completion other than a send's.
+func (l *urLoop) complete(e uring.CQE) {
+	tag, slot := e.UserData&urTagMask, int(e.UserData&^urTagMask)
+	switch tag {
+	case urWake:
+		l.armed--
+		l.wakeArmed = false
+		l.armWake() // the queue is taken at the top of the loop
+	case urRecv:
+		l.armed--
+		c := l.slots[slot]
+		c.ur.recvArmed = false
+		l.received(c, e.Res)
+	case urPoll:
+		l.armed--
+		c := l.slots[slot]
+		c.ur.pollArmed = false
+		if e.Res != -int32(unix.ECANCELED) {
+			c.urWriteOut()
+		}
+		l.settle(c)
+	}
+}
+
+// register adds a new connection to the loop.
+func (l *urLoop) register(c *conn) {
+	k := c.ur
+	if n := len(l.free); n > 0 {
+		k.slot = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		k.slot = int32(len(l.slots))
+		l.slots = append(l.slots, nil)
+	}
+	l.slots[k.slot] = c
+	k.rbuf = make([]byte, urRecvBuf)
+	l.open++
+	if l.open == 1 {
+		l.nextScan = time.Now().Add(l.tick)
+	}
+}
+
+// received handles a recv's completion.
+func (l *urLoop) received(c *conn, res int32) {
+	k := c.ur
+	switch {
+	case res > 0:
+		k.rdata = k.rbuf[:res]
+	case res == 0:
+		k.rerr = io.EOF
+	case res == -int32(unix.ECANCELED), res == -int32(unix.EINTR), res == -int32(unix.EAGAIN):
+	default:
+		k.rerr = os.NewSyscallError("recv", syscall.Errno(-res))
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	switch {
+	case closed:
+	case k.lingerBy != 0:
+		l.drainIn(c)
+	case !k.paused:
+		l.readIn(c)
+	}
+	l.settle(c)
+}
+
+// settle releases a closed connection, starts the drain of one being let
+// go, and arms the requests an open one needs: a recv, and a poll for
+// room when bytes wait.
+func (l *urLoop) settle(c *conn) {
+	k := c.ur
+	if k.slot < 0 {
+		return
+	}
+	c.mu.Lock()
+	closed, lingering, wantOut := c.closed, c.lingering, k.wantOut
+	c.mu.Unlock()
+	if closed {
+		l.release(c)
+		return
+	}
+	if lingering != "" && k.lingerBy == 0 {
+		// drain: a second at most for the reply to go out and the
+		// client to close
+		k.lingerBy = time.Now().Add(time.Second).UnixNano()
+		k.paused = false
+		k.held = nil
+		l.drainIn(c)
+		c.mu.Lock()
+		closed = c.closed
+		c.mu.Unlock()
+		if closed {
+			l.release(c)
+			return
+		}
+	}
+	if !k.recvArmed && !k.paused && len(k.rdata) == 0 && k.rerr == nil {
+		if q := l.sqe(); q != nil {
+			uring.PrepRecv(q, k.fd, unsafe.Pointer(&k.rbuf[0]), len(k.rbuf), 0, urRecv|uint64(k.slot))
+			k.recvArmed = true
+			l.armed++
+		}
+	}
+	if wantOut && !k.pollArmed {
+		if q := l.sqe(); q != nil {
+			uring.PrepPollAdd(q, k.fd, unix.POLLOUT, urPoll|uint64(k.slot))
+			k.pollArmed = true
+			l.armed++
+		}
+	}
+}
+
+// readIn handles the packets that the received bytes complete.
+func (l *urLoop) readIn(c *conn) {
+	k := c.ur
+	if c.reader == nil {
+		c.reader = protocol.NewReader(k, c.s.cfg.MaxPacket)
+	}
+	for {
+		c.mu.Lock()
+		stop := c.closed || c.lingering != ""
+		c.mu.Unlock()
+		if stop {
+			return
+		}
+		f, err := c.reader.Next()
+		if err != nil {
+			if errors.Is(err, errWouldBlock) {
+				return
+			}
+			c.readFailed(err)
+			return
+		}
+		c.received(f)
+		if f.ID != protocol.IDChat {
+			if d := c.throttleDelay(); d > 0 {
+				l.pause(c, f, d)
+				return
+			}
+			c.takeToken()
+		}
+		c.handle(f)
+	}
+}
+
+// pause holds the packet f of a connection paced by the request rate
+// and receives nothing more for it for d.
+func (l *urLoop) pause(c *conn, f protocol.Frame, d time.Duration) {
+	k := c.ur
+	k.held = &f // valid: the reader is not called until resume
+	k.pauseBy = time.Now().Add(d).UnixNano()
+	k.paused = true
+	l.paused = append(l.paused, c)
+}
+
+func (l *urLoop) resumePaused(now int64) {
+	kept := l.paused[:0]
+	var due []*conn
+	for _, c := range l.paused {
+		k := c.ur
+		switch {
+		case !k.paused || k.slot < 0:
+		case k.pauseBy <= now:
+			due = append(due, c)
+		default:
+			kept = append(kept, c)
+		}
+	}
+	clear(l.paused[len(kept):])
+	l.paused = kept
+	for _, c := range due {
+		l.resume(c)
+		l.settle(c)
+	}
+}
+
+// resume handles a paused connection's held packet and reads on.
+func (l *urLoop) resume(c *conn) {
+	k := c.ur
+	if !k.paused {
+		return
+	}
+	k.paused = false
+	c.mu.Lock()
+	stop := c.closed || c.lingering != ""
+	c.mu.Unlock()
+	f := k.held
+	k.held = nil
+	if stop || f == nil {
+		return
+	}
+	c.throttleResume()
+	c.takeToken()
+	c.handle(*f)
+	l.readIn(c)
+}
+
+// drainIn discards the input of a connection being let go; at its end of
+// stream the connection closes, once its reply is out.
+func (l *urLoop) drainIn(c *conn) {
+	k := c.ur
+	k.rdata = nil
+	if k.rerr == nil {
+		return
+	}
+	c.mu.Lock()
+	if k.sawEOF || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if c.flushing {
+		k.sawEOF = true // closed by the write-out once the reply is out
+	} else {
+		c.closeLocked(c.lingering)
+	}
+	c.mu.Unlock()
+}
+
+// scan checks the deadlines of the loop's connections.
+func (l *urLoop) scan(now int64) {
+	cfg := &l.s.cfg
+	for _, c := range l.slots {
+		if c == nil {
+			continue
+		}
+		k := c.ur
+		c.mu.Lock()
+		switch {
+		case c.closed:
+		case k.lingerBy != 0:
+			if now > k.lingerBy {
+				c.closeLocked(c.lingering)
+			}
+		case c.flushing && k.sending == 0 && now > k.stallBy:
+			c.closeLocked(ReasonSlowConsumer)
+		}
+		closed := c.closed
+		c.mu.Unlock()
+		if closed || k.lingerBy != 0 {
+			l.settle(c)
+			continue
+		}
+		if c.packets == k.scanned && !k.paused && c.reader != nil && c.reader.Buffered() == 0 {
+			// Idle since the last scan: give back the reader and the
+			// scratch buffer (readIn makes a new reader).
+			c.reader = nil
+			c.scratch = nil
+		}
+		k.scanned = c.packets
+		if !c.accessed {
+			if k.accessBy != 0 && now > k.accessBy {
+				c.close(ReasonAccessTimeout)
+				l.settle(c)
+			}
+			continue
+		}
+		if cfg.IdleTimeout <= 0 {
+			continue
+		}
+		if k.idleAt == 0 {
+			k.idleAt, k.seen = now+int64(cfg.IdleTimeout), c.packets
+			continue
+		}
+		if now < k.idleAt {
+			continue
+		}
+		if c.packets != k.seen {
+			c.strikes = 0
+		} else {
+			c.strikes++
+			if c.strikes >= 2 {
+				c.close(ReasonIdle)
+				l.settle(c)
+				continue
+			}
+			c.sendPing()
+		}
+		k.idleAt, k.seen = now+int64(cfg.IdleTimeout), c.packets
+		l.settle(c)
+	}
+}
+
+// release closes a finished connection's descriptor and runs its
+// disconnect processing, once no request uses the descriptor: the recv
+// and poll in flight are cancelled (the shutdown has usually completed
+// them already), and a send on another ring is waited for.
+func (l *urLoop) release(c *conn) {
+	k := c.ur
+	if k.slot < 0 {
+		return
+	}
+	if k.recvArmed || k.pollArmed {
+		if !k.cancelled {
+			k.cancelled = true
+			if k.recvArmed {
+				l.cancel(urRecv | uint64(k.slot))
+			}
+			if k.pollArmed {
+				l.cancel(urPoll | uint64(k.slot))
+			}
+		}
+		return
+	}
+	c.mu.Lock()
+	if k.sending > 0 {
+		k.releaseWait = true
+		c.mu.Unlock()
+		return
+	}
+	k.state.Store(sockClosed)
+	_ = unix.Close(k.fd)
+	c.fd = -1
+	c.mu.Unlock()
+	l.slots[k.slot] = nil
+	l.free = append(l.free, k.slot)
+	k.slot = -1
+	k.held = nil
+	k.rbuf, k.rdata = nil, nil
+	l.open--
+	c.finish()
+}
+
+func (l *urLoop) cancel(target uint64) {
+	if q := l.sqe(); q != nil {
+		uring.PrepCancel(q, target, urCancel)
+	}
+}
+
+// urWantOut starts a write batch: bytes wait in out for the socket's
+// room (under c.mu, flushing set); the loop polls for it.
+func (c *conn) urWantOut() {
+	k := c.ur
+	k.stallBy = time.Now().Add(writeStall).UnixNano()
+	k.batchLeft = len(c.out)
+	if !k.wantOut {
+		k.wantOut = true
+		k.post()
+	}
+}
+
+// urWriteOut writes what waits in out as far as the socket takes it (its
+// loop, on POLLOUT). A batch (what waited when it began) must be written
+// within writeStall, or the client is a slow consumer.
+func (c *conn) urWriteOut() {
+	k := c.ur
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || !c.flushing || k.sending > 0 {
+		// a send in flight on a ring: its completion goes on
+		k.wantOut = false
+		return
+	}
+	n, err := c.tryWrite(c.out)
+	if err != nil {
+		c.detail = err.Error()
+		c.closeLocked(ReasonWriteError)
+		return
+	}
+	c.out = c.out[:copy(c.out, c.out[n:])]
+	c.taken += int64(n)
+	k.batchLeft -= n
+	switch {
+	case len(c.out) == 0:
+		c.urFlushed()
+	case k.batchLeft <= 0:
+		k.batchLeft = len(c.out)
+		k.stallBy = time.Now().Add(writeStall).UnixNano()
+	}
+}
+
+// urFlushed ends a flush: nothing waits any more (under c.mu).
+func (c *conn) urFlushed() {
+	k := c.ur
+	c.flushing = false
+	k.wantOut = false
+	if cap(c.out) > 4096 {
+		c.out = nil
+	}
+	if c.lingering != "" {
+		if k.sawEOF {
+			c.closeLocked(c.lingering)
+			return
+		}
+		c.shutdownWriteLocked()
+	}
+}
+
+// relay writes a chat's indication ind to every member but m and the
+// confirm conf to c (handleChat, under the room's lock, on c's loop): one
+// send entry per receiver with nothing waiting, all submitted together,
+// and their completions awaited before the room is let go. It returns
+// the number of receivers.
+func (l *urLoop) relay(c *conn, m *member, members []*member, ind, conf []byte) int {
+	n := 0
+	for _, o := range members {
+		if o != m {
+			l.queueSend(o.c, ind)
+			n++
+		}
+	}
+	l.queueSend(c, conf)
+	l.flushBatch()
+	return n
+}
+
+// queueSend adds a send of p to o to the batch if nothing waits for o;
+// otherwise p goes the way of conn.send.
+func (l *urLoop) queueSend(o *conn, p []byte) {
+	k := o.ur
+	if k == nil || len(p) == 0 {
+		o.send(p)
+		return
+	}
+	o.mu.Lock()
+	if o.closed || o.lingering != "" || o.flushing || o.fd < 0 {
+		o.mu.Unlock()
+		o.send(p) // appends to out, or drops
+		return
+	}
+	q := l.sqe()
+	if q == nil {
+		o.mu.Unlock()
+		o.send(p)
+		return
+	}
+	o.flushing = true
+	o.inflight = len(p)
+	k.sending++
+	uring.PrepSend(q, o.fd, unsafe.Pointer(&p[0]), len(p), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, urSend|uint64(len(l.batch)))
+	o.mu.Unlock()
+	l.batch = append(l.batch, urSendReq{c: o, p: p})
+	l.left++
+}
+
+// flushBatch submits the batch and waits for all its completions (the
+// kernel runs non-blocking sends during the submission: the wait is for
+// the rare one it does not).
+func (l *urLoop) flushBatch() {
+	if len(l.batch) == 0 {
+		return
+	}
+	wait := uint32(0)
+	ts := unix.NsecToTimespec(int64(time.Second))
+	for l.left > 0 {
+		err := l.ring.SubmitWait(wait, &ts)
+		if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) {
+			l.s.log.Error("uring engine: io_uring_enter failed in a relay", "err", err)
+		}
+		l.reap()
+		wait = 1
+	}
+	clear(l.batch)
+	l.batch = l.batch[:0]
+}
+
+// sendDone handles the completion of a relay's send: the bytes the
+// socket did not take wait in out, in front of what came meanwhile, and
+// the receiver's loop polls for room.
+func (l *urLoop) sendDone(i int, res int32) {
+	req := l.batch[i]
+	l.left--
+	o, k := req.c, req.c.ur
+	o.mu.Lock()
+	k.sending--
+	if o.closed {
+		post := k.sending == 0 && k.releaseWait
+		if post {
+			k.releaseWait = false
+		}
+		o.mu.Unlock()
+		if post {
+			k.post()
+		}
+		return
+	}
+	o.inflight = 0
+	if res < 0 && res != -int32(unix.EAGAIN) && res != -int32(unix.EINTR) {
+		o.detail = os.NewSyscallError("send", syscall.Errno(-res)).Error()
+		o.closeLocked(ReasonWriteError)
+		o.mu.Unlock()
+		return
+	}
+	w := max(int(res), 0)
+	o.taken += int64(w)
+	switch {
+	case w < len(req.p):
+		rest := make([]byte, 0, len(req.p)-w+len(o.out))
+		o.out = append(append(rest, req.p[w:]...), o.out...)
+	case len(o.out) > 0:
+		n, err := o.tryWrite(o.out)
+		if err != nil {
+			o.detail = err.Error()
+			o.closeLocked(ReasonWriteError)
+			o.mu.Unlock()
+			return
+		}
+		o.out = o.out[:copy(o.out, o.out[n:])]
+		o.taken += int64(n)
+	}
+	if len(o.out) == 0 {
+		o.urFlushed()
+	} else {
+		o.urWantOut()
+	}
+	o.mu.Unlock()
+}

@@ -1,0 +1,126 @@
+//go:build linux
+
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/volanogo/volanogo/internal/uring"
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// TestURingNoGoroutinePerConnection: on the uring engine, connections in
+// a room, chatting, add no goroutine, and every member gets the chat
+// (relayed by one submission).
+func TestURingNoGoroutinePerConnection(t *testing.T) {
+	if why := engineUnavailable(EngineURing); why != "" {
+		t.Skip(why)
+	}
+	s := startServer(t, Config{Engine: EngineURing, Loops: 2})
+	assert.Equal(t, EngineURing, s.Engine())
+	first := dial(t, s)
+	first.access("Ring")
+	first.enter("Ring", "u0")
+	before := runtime.NumGoroutine()
+	const n = 19 // a room of 20, as the benchmark's
+	var others []*client
+	for i := 1; i <= n; i++ {
+		c := dial(t, s)
+		c.access("Ring")
+		c.enter("Ring", fmt.Sprintf("u%d", i))
+		others = append(others, c)
+	}
+	waitFor(t, "the connections", func() bool { return s.counters.open.Load() == n+1 })
+	assert.Less(t, runtime.NumGoroutine()-before, n/3, "goroutines grew with the connections")
+	first.send(chat("Ring", "u0", "hello"))
+	nextChat := func(c *client) *protocol.Chat {
+		for {
+			if ch, ok := c.expect().(*protocol.Chat); ok {
+				return ch // after the entries of those who came later
+			}
+		}
+	}
+	for _, c := range others {
+		assert.Equal(t, "hello", nextChat(c).Text)
+	}
+	assert.Equal(t, protocol.Confirm, nextChat(first).Type)
+}
+
+// lockedBuffer is a log sink for a test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestURingUnavailable: where the kernel refuses io_uring (simulated: the
+// ring's setup fails with EPERM, as with sysctl kernel.io_uring_disabled),
+// --engine uring fails at Start with the reason, and auto falls back to
+// epoll with one log line saying so.
+func TestURingUnavailable(t *testing.T) {
+	setup := urSetup
+	t.Cleanup(func() { urSetup = setup })
+	urSetup = func() (*uring.Ring, error) { return nil, fmt.Errorf("io_uring_setup: %w", unix.EPERM) }
+
+	s, err := New(Config{Listen: "127.0.0.1:0", Engine: EngineURing})
+	require.NoError(t, err)
+	err = s.Start()
+	require.ErrorIs(t, err, ErrURingUnavailable)
+	assert.ErrorIs(t, err, unix.EPERM)
+	assert.Contains(t, err.Error(), "kernel.io_uring_disabled")
+	assert.Nil(t, s.Addr(), "not listening")
+
+	var logs lockedBuffer
+	srv := startServer(t, Config{Engine: EngineAuto, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	assert.Equal(t, EngineEpoll, srv.Engine())
+	assert.Contains(t, logs.String(), `msg="engine auto: epoll"`)
+	assert.Contains(t, logs.String(), "operation not permitted")
+	c := dial(t, srv)
+	c.access("Fallback")
+	assert.Equal(t, 1, bytes.Count([]byte(logs.String()), []byte("engine auto")))
+}
+
+// TestEngineAuto: with io_uring available, auto is uring; the engine in
+// use is the configured one otherwise.
+func TestEngineAuto(t *testing.T) {
+	var logs lockedBuffer
+	s := startServer(t, Config{Engine: EngineAuto, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	want := EngineURing
+	if engineUnavailable(EngineURing) != "" {
+		want = EngineEpoll
+	}
+	assert.Equal(t, want, s.Engine())
+	assert.Contains(t, logs.String(), "engine auto: "+want)
+	for _, e := range []string{EngineGoroutine, EngineEpoll} {
+		s, err := New(Config{Listen: "127.0.0.1:0", Engine: e})
+		require.NoError(t, err)
+		assert.Equal(t, e, s.Engine())
+		require.NoError(t, s.Start())
+		assert.Equal(t, e, s.Engine())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		require.NoError(t, s.Shutdown(ctx))
+		cancel()
+	}
+}
