@@ -1,87 +1,171 @@
 #!/bin/sh
 # engines.sh: the engine matrix, each figure as a ratio to the kernel floor
-# measured in the same sitting (machines of one kind differ several times
-# in the cost of a system call, so only ratios compare).
+# measured in the same round (machines of one kind differ several times in
+# the cost of a system call, and a shared machine's noise moves the floor
+# within a sitting, so only ratios to a floor measured alongside compare).
 #
-# At each size (rooms:count) it measures the floor (`volanogo floor`), then
-# runs `volanogo load` against a fresh `volanogo serve` for every pair of
-# server engine and client engine, ROUNDS times, alternating, and prints
-# per run: msg/s, server and client CPU per message, and their ratio to the
-# floor's (1.00 = costs what the floor costs; lower is better). The last
-# lines give the medians per pair.
+# Every round, at each size (rooms:count), it measures the floor
+# (`volanogo floor`), then runs `volanogo load` against a fresh
+# `volanogo serve` for every pair of server engine and client engine, and
+# prints per run: msg/s, server and client CPU per message, and their
+# ratios to that round's floor (msg/s: the floor's share reached, higher is
+# better; CPU: 1.00 costs what the floor costs, lower is better). Then:
+#   - the medians of those ratios per size and pair;
+#   - per pair, the score ratio largest/smallest size (950/15 by default)
+#     next to the floor's own throughput ratio (acceptance: at least the
+#     floor's: the engine loses no more than the kernel does as the rooms
+#     grow);
+#   - per server engine, its memory per connection at the largest size
+#     (its RSS growth from before the run's connections, from its metrics,
+#     over the connections);
+#   - `volanogo report` over the result documents, each carrying the floor
+#     of its round: a Volano Report of the engines ("Which engine?").
 #
-#   bench/engines.sh                                  # 15 rooms x 200, 475 x 10, 950 x 5
-#   SIZES="15:200" ROUNDS=5 bench/engines.sh
-#   CLIENT_ENGINES="goroutine epoll" SERVER_ENGINES="goroutine epoll" bench/engines.sh
+#   bench/engines.sh                                  # 15 rooms x 100, 475 x 10, 950 x 5; 3 rounds
+#   SIZES="15:20 950:1" ROUNDS=3 bench/engines.sh     # quicker
+#   CLIENT_ENGINES=epoll SERVER_ENGINES="goroutine epoll" bench/engines.sh
+#   OUT=results/engines bench/engines.sh              # where the documents go (default: a new /tmp directory)
 #
-# 950 rooms are 19,000 connections: the server and the client each hold one
-# end, within the 20,000 open files of a process; the floor then runs its
-# clients in a child process.
+# The server engines default to those `volanogo serve --help` lists
+# (goroutine, epoll, and uring when this build has it). 950 rooms are 19,000
+# connections: the server holds one end within its 20,000 open files, the
+# client splits itself into shard processes (load's --procs auto, its
+# default for a step one process cannot hold) and the floor runs its
+# clients in a child process. Recording each round's floor in the
+# documents needs jq; without it the report has no efficiency.
 set -eu
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
-sizes=${SIZES:-"15:200 475:10 950:5"}
+sizes=${SIZES:-"15:100 475:10 950:5"}
 clients=${CLIENT_ENGINES:-"goroutine epoll"}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/engines.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
+out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/engines-results.XXXXXX")}
+mkdir -p "$out"
 go build -o "$tmp/volanogo" ./cmd/volanogo
 vg=$tmp/volanogo
-# The server engines this build has ('serve --engine' may not exist yet).
 if [ -z "${SERVER_ENGINES:-}" ]; then
-	if "$vg" serve --help 2>&1 | grep -q -- '--engine'; then
-		SERVER_ENGINES="goroutine epoll"
-	else
-		SERVER_ENGINES="goroutine"
-	fi
+	help=$("$vg" serve --help 2>&1 | grep -- '--engine' || true)
+	SERVER_ENGINES=goroutine
+	for e in epoll uring; do
+		case $help in *"$e"*) SERVER_ENGINES="$SERVER_ENGINES $e" ;; esac
+	done
+fi
+havejq=false
+if command -v jq >/dev/null 2>&1; then
+	havejq=true
+else
+	echo "(no jq: the documents will not carry the floor; the report has no efficiency)"
 fi
 
-# field NAME: the number after "NAME": in the JSON on standard input.
+# field NAME: the first number after "NAME": in the JSON on standard input.
 field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
 
 echo "machine: $(nproc) processors, $(uname -sr), $(go env GOVERSION), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "server engines: $SERVER_ENGINES; client engines: $clients; sizes (rooms:count): $sizes; $rounds rounds"
+echo "documents: $out"
+# rows: rooms round pair msg/s msg-ratio server-us server-ratio client-us client-ratio score
 : >"$tmp/rows"
-for size in $sizes; do
-	rooms=${size%:*}
-	count=${size#*:}
-	"$vg" floor --rooms "$rooms" --count "$count" --json >"$tmp/floor.json"
-	fs=$(field server_cpu_per_message_us <"$tmp/floor.json")
-	fc=$(field client_cpu_per_message_us <"$tmp/floor.json")
-	ft=$(field throughput <"$tmp/floor.json")
-	printf '\n%s rooms x %s: floor %.0f msg/s, server %.2f us, client %.2f us per message\n' "$rooms" "$count" "$ft" "$fs" "$fc"
-	printf '%-22s %10s %10s %7s %10s %7s\n' "server/client" "msg/s" "server us" "/floor" "client us" "/floor"
-	r=1
-	while [ "$r" -le "$rounds" ]; do
+# floors: rooms round throughput server-us client-us
+: >"$tmp/floors"
+r=1
+while [ "$r" -le "$rounds" ]; do
+	for size in $sizes; do
+		rooms=${size%:*}
+		count=${size#*:}
+		ff=$tmp/floor-$rooms-$r.json
+		if ! "$vg" floor --rooms "$rooms" --count "$count" --json >"$ff" 2>"$tmp/floor.err"; then
+			echo "round $r, $rooms rooms: the floor failed:" >&2
+			tail -n 5 "$tmp/floor.err" >&2
+			continue
+		fi
+		ft=$(field throughput <"$ff")
+		fs=$(field server_cpu_per_message_us <"$ff")
+		fc=$(field client_cpu_per_message_us <"$ff")
+		echo "$rooms $r $ft $fs $fc" >>"$tmp/floors"
+		printf '\nround %s, %s rooms x %s: floor %.0f msg/s, server %.2f us, client %.2f us per message (load average %s)\n' \
+			"$r" "$rooms" "$count" "$ft" "$fs" "$fc" "$(cut -d' ' -f1 /proc/loadavg)"
+		printf '%-22s %9s %6s %10s %7s %10s %7s\n' "server/client" "msg/s" "/floor" "server us" "/floor" "client us" "/floor"
 		for se in $SERVER_ENGINES; do
 			for ce in $clients; do
-				serve="$vg serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0"
-				if [ "$se" != goroutine ]; then
-					serve="$serve --engine $se"
-				fi
+				doc=$out/r$r-$rooms-$se-$ce.json
+				serve="$vg serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $se"
 				if ! "$vg" load --server-cmd "$serve" -rooms "$rooms" -count "$count" -runs 1 \
-					--engine "$ce" --json --quiet -file "" >"$tmp/run.json" 2>"$tmp/run.err"; then
+					--engine "$ce" --label volanogo --run-id "r$r-$rooms-$se-$ce" \
+					--json --quiet -o "$doc" >"$tmp/run.json" 2>"$tmp/run.err"; then
 					echo "$se/$ce: the run failed:" >&2
 					tail -n 5 "$tmp/run.err" >&2
 					continue
 				fi
+				if $havejq && [ -s "$doc" ]; then
+					jq --slurpfile f "$ff" '.environment.floor = $f' "$doc" >"$tmp/doc.json" && mv "$tmp/doc.json" "$doc"
+				fi
 				ms=$(field msgs_per_sec <"$tmp/run.json")
+				sc=$(field score <"$tmp/run.json")
 				ss=$(field server_cpu_per_msg_us <"$tmp/run.json")
 				cs=$(field client_cpu_per_msg_us <"$tmp/run.json")
-				line=$(awk -v p="$se/$ce" -v ms="$ms" -v ss="${ss:-0}" -v cs="${cs:-0}" -v fs="$fs" -v fc="$fc" \
-					'BEGIN { printf "%-22s %10.0f %10.2f %7.2f %10.2f %7.2f", p, ms, ss, ss / fs, cs, cs / fc }')
+				line=$(awk -v p="$se/$ce" -v ms="${ms:-0}" -v ss="${ss:-0}" -v cs="${cs:-0}" -v ft="$ft" -v fs="$fs" -v fc="$fc" \
+					'BEGIN { printf "%-22s %9.0f %6.2f %10.2f %7.2f %10.2f %7.2f", p, ms, ms / ft, ss, ss / fs, cs, cs / fc }')
 				echo "$line"
-				echo "$rooms $line" >>"$tmp/rows"
+				echo "$rooms $r $line ${sc:-0}" >>"$tmp/rows"
 			done
 		done
-		r=$((r + 1))
+	done
+	r=$((r + 1))
+done
+
+# med: the median of the numbers on standard input.
+med() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+echo
+echo "medians of the rounds' ratios to their floor (msg/s: higher is better; CPU: lower is better):"
+printf '%-6s %-22s %9s %6s %7s %7s\n' "rooms" "server/client" "msg/s" "/floor" "server" "client"
+for size in $sizes; do
+	rooms=${size%:*}
+	for p in $(awk -v r="$rooms" '$1 == r { print $3 }' "$tmp/rows" | sort -u); do
+		sel() { awk -v r="$rooms" -v p="$p" -v c="$1" '$1 == r && $3 == p { print $c }' "$tmp/rows" | med; }
+		printf '%-6s %-22s %9.0f %6.2f %7.2f %7.2f\n' "$rooms" "$p" "$(sel 4)" "$(sel 5)" "$(sel 7)" "$(sel 9)"
 	done
 done
 
+small=$(for s in $sizes; do echo "${s%:*}"; done | sort -n | head -n 1)
+large=$(for s in $sizes; do echo "${s%:*}"; done | sort -n | tail -n 1)
+if [ "$small" != "$large" ]; then
+	fsmall=$(awk -v r="$small" '$1 == r { print $3 }' "$tmp/floors" | med)
+	flarge=$(awk -v r="$large" '$1 == r { print $3 }' "$tmp/floors" | med)
+	fratio=$(awk -v a="$flarge" -v b="$fsmall" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print 0 }')
+	echo
+	echo "score ratio $large/$small rooms (medians) against the floor's throughput ratio $large/$small ($fratio; acceptance: at least it):"
+	for p in $(awk '{ print $3 }' "$tmp/rows" | sort -u); do
+		a=$(awk -v r="$large" -v p="$p" '$1 == r && $3 == p { print $10 }' "$tmp/rows" | med)
+		b=$(awk -v r="$small" -v p="$p" '$1 == r && $3 == p { print $10 }' "$tmp/rows" | med)
+		awk -v p="$p" -v a="$a" -v b="$b" -v f="$fratio" 'BEGIN {
+			if (b <= 0) { printf "%-22s no score at the smaller size\n", p; exit }
+			x = a / b
+			printf "%-22s %6.2f  (%s: %.0f / %.0f)\n", p, x, (x >= f ? "at least the floor'"'"'s" : "BELOW the floor'"'"'s"), a, b
+		}'
+	done
+
+	echo
+	echo "server memory per connection at $large rooms (RSS growth from before the run's connections, medians):"
+	if $havejq; then
+		for se in $SERVER_ENGINES; do
+			m=$(for f in "$out"/r*-"$large"-"$se"-*.json; do
+				[ -s "$f" ] || continue
+				jq -r 'if (.server.rss_before_bytes // 0) > 0 and .connections.peak > 0
+					then (([.server.rss_start_bytes, .server.rss_end_bytes] | max) - .server.rss_before_bytes) / .connections.peak
+					else empty end' "$f"
+			done | med)
+			awk -v se="$se" -v m="$m" 'BEGIN { if (m > 0) printf "%-10s %8.1f KiB\n", se, m / 1024; else printf "%-10s unknown\n", se }'
+		done
+	else
+		echo "(needs jq)"
+	fi
+fi
+
 echo
-echo "medians (rooms, server/client engines: msg/s, server /floor, client /floor):"
-awk '{ k = $1 " " $2; n[k]++; ms[k, n[k]] = $3; sr[k, n[k]] = $5; cr[k, n[k]] = $7 }
-function med(a, k, m,   i, j, t, v) {
-	for (i = 1; i <= m; i++) v[i] = a[k, i]
-	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-	return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-}
-END { for (k in n) printf "%-28s %10.0f %7.2f %7.2f\n", k, med(ms, k, n[k]), med(sr, k, n[k]), med(cr, k, n[k]) }' "$tmp/rows" | sort -n
+echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+"$vg" report "$out"

@@ -258,6 +258,8 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*result
 		case cfg.ServerMetrics != "":
 		case srv.metrics != "":
 			probe = metricsProbe{url: "http://" + srv.metrics + "/metrics"}
+		case srv.ready != nil:
+			probe = &lateProbe{srv: srv}
 		default:
 			probe = procProbe{pid: srv.pid()}
 		}

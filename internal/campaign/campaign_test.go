@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/volanogo/volanogo/internal/handshake"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
 	"github.com/volanogo/volanogo/internal/swarm"
@@ -128,6 +129,49 @@ func TestServerCmd(t *testing.T) {
 	assert.Equal(t, "proc", d.Server.Source)
 	assert.Empty(t, d.Server.Engine, "/proc does not say")
 	assert.Equal(t, filepath.Base(os.Args[0])+" (load goroutine)", filepath.Base(d.Label))
+}
+
+// TestServerCmdMetrics: a server command that prints the ready line of a
+// `volanogo serve` with a metrics address is read through its metrics,
+// which say its engine.
+func TestServerCmdMetrics(t *testing.T) {
+	checkGoroutines(t)
+	t.Setenv("VOLANOGO_TEST_SERVE", "1")
+	cfg := Config{ServerCmd: os.Args[0] + " --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0", Steps: []int{1}, Runs: 1,
+		Spec: swarm.Spec{Users: 2, Count: 3, StallTimeout: 5 * time.Second}}
+	rec := &recorder{}
+	_, err := Run(context.Background(), cfg, rec)
+	require.NoError(t, err, rec.out())
+	d := rec.docs[0]
+	require.NotNil(t, d.Server)
+	assert.Equal(t, "metrics", d.Server.Source)
+	assert.Equal(t, server.EngineGoroutine, d.Server.Engine)
+	assert.Positive(t, d.Server.RSSBeforeBytes)
+	assert.Equal(t, os.Args[0]+" (serve goroutine / load goroutine)", d.Label)
+}
+
+// TestReadyWatch: the ready line is found whatever the writes' pieces,
+// and everything reaches the tail.
+func TestReadyWatch(t *testing.T) {
+	line := handshake.Serve{Chat: "127.0.0.1:1", Metrics: "127.0.0.1:2"}.Line()
+	out := "starting\n" + line + "\nmore\n"
+	for _, n := range []int{1, 3, len(out)} {
+		r := &readyWatch{tail: &tailBuffer{}, seenC: make(chan struct{})}
+		for i := 0; i < len(out); i += n {
+			_, err := r.Write([]byte(out[i:min(i+n, len(out))]))
+			require.NoError(t, err)
+		}
+		assert.Equal(t, "127.0.0.1:2", r.metrics(), "pieces of %d", n)
+		assert.Equal(t, strings.TrimSpace(out), r.tail.String())
+		select {
+		case <-r.seenC:
+		default:
+			t.Errorf("pieces of %d: not signalled", n)
+		}
+	}
+	r := &readyWatch{tail: &tailBuffer{}, seenC: make(chan struct{})}
+	_, _ = r.Write([]byte("a java server\n"))
+	assert.Empty(t, r.metrics())
 }
 
 func TestServeFailsToStart(t *testing.T) {

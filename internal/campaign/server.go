@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -143,6 +144,72 @@ type spawned struct {
 	metrics string
 	stderr  *tailBuffer
 	exited  chan struct{}
+	// ready watches the standard output of a server command for the
+	// ready line of a `volanogo serve` (nil for --serve, read at start).
+	ready *readyWatch
+}
+
+// readyWatch passes a server command's output to its tail, watching it
+// for the ready line `volanogo serve` prints, whose metrics address the
+// campaign then scrapes.
+type readyWatch struct {
+	tail *tailBuffer
+	mu   sync.Mutex
+	line []byte // the current line, while no ready line was seen
+	hs   handshake.Serve
+	seen bool
+	// seenC is closed when the ready line is seen.
+	seenC chan struct{}
+}
+
+func (r *readyWatch) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	for rest := p; !r.seen && len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if len(r.line) < 4096 {
+				r.line = append(r.line, rest...)
+			}
+			break
+		}
+		r.line = append(r.line, rest[:i]...)
+		r.hs, r.seen = handshake.ParseServe(string(r.line))
+		if r.seen {
+			close(r.seenC)
+		}
+		r.line, rest = r.line[:0], rest[i+1:]
+	}
+	r.mu.Unlock()
+	return r.tail.Write(p)
+}
+
+// metrics is the metrics address of the ready line, "" before one or
+// without one.
+func (r *readyWatch) metrics() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hs.Metrics
+}
+
+// lateProbe reads a spawned server command: through its metrics when it
+// printed the ready line of a `volanogo serve` with a metrics address by
+// the first sample (it prints it once listening, before any run starts),
+// from /proc otherwise. The choice is made once, so that every sample of
+// a run comes from one source.
+type lateProbe struct {
+	srv    *spawned
+	once   sync.Once
+	chosen serverProbe
+}
+
+func (p *lateProbe) sample(ctx context.Context) serverSample {
+	p.once.Do(func() {
+		p.chosen = procProbe{pid: p.srv.pid()}
+		if m := p.srv.ready.metrics(); m != "" {
+			p.chosen = metricsProbe{url: "http://" + m + "/metrics"}
+		}
+	})
+	return p.chosen.sample(ctx)
 }
 
 // tailBuffer keeps the last bytes written to it (a server's stderr, for
@@ -232,7 +299,8 @@ func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, er
 	s := &spawned{argv: []string{"/bin/sh", "-c", "exec " + line}, stderr: &tailBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
 	s.cmd.SysProcAttr = childAttr()
-	s.cmd.Stdout = s.stderr
+	s.ready = &readyWatch{tail: s.stderr, seenC: make(chan struct{})}
+	s.cmd.Stdout = s.ready
 	s.cmd.Stderr = s.stderr
 	if err := startPinned(s.cmd, cpus); err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
@@ -244,6 +312,14 @@ func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, er
 		c, err := net.DialTimeout("tcp", s.chat, time.Second)
 		if err == nil {
 			c.Close()
+			// A `volanogo serve` prints its ready line (its metrics
+			// address) as soon as all its listeners are open, just
+			// after the chat port: give it a moment, so that the run
+			// reads its metrics. Other servers print none.
+			select {
+			case <-s.ready.seenC:
+			case <-time.After(readyGrace):
+			}
 			return s, nil
 		}
 		select {
@@ -260,6 +336,10 @@ func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, er
 		}
 	}
 }
+
+// readyGrace is how long a server command whose chat port accepts is
+// given to print the ready line of a `volanogo serve`.
+const readyGrace = 200 * time.Millisecond
 
 // startPinned starts cmd on the first cpus processors (0: anywhere).
 func startPinned(cmd *exec.Cmd, cpus int) error {
