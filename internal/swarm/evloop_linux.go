@@ -44,10 +44,14 @@ const evSupported = true
 // evEngine is the loops of one run.
 type evEngine struct {
 	loops []*evLoop
+	// conns are the users attached, by the order of their attachment,
+	// which each one's epoll events carry (no lock, no map on the path of
+	// an event); nil once detached.
+	conns []atomic.Pointer[evConn]
 	next  int
 	wg    sync.WaitGroup
-	// closing ends the loops; base (nanotime, once set) starts the paced
-	// users' timers; leaving makes the paced users leave their rooms.
+	// closing ends the loops; base (nanotime, once set) starts the timed
+	// phase; leaving makes the paced users leave their rooms.
 	closing, leaving atomic.Bool
 	base             atomic.Int64
 }
@@ -57,8 +61,7 @@ type evLoop struct {
 	e            *evEngine
 	epfd, wakefd int
 	mu           sync.Mutex
-	conns        map[int32]*evConn
-	// pending: paced users attached before the start (under mu).
+	// pending: the users attached before the start (under mu).
 	pending []*evConn
 
 	// The loop's thread only: the paced users' next sends (a min-heap on
@@ -69,12 +72,17 @@ type evLoop struct {
 
 // evConn is a user served by a loop until its handler says it is done.
 type evConn struct {
+	l      *evLoop
+	idx    int32 // in evEngine.conns
 	u      *user
 	handle func(protocol.Frame) (bool, error)
 	// ended is called once, from the loop's thread, with the user's
 	// outcome; the descriptor is then no longer the loop's.
 	ended func(error)
 	gone  bool // detached
+	// start, when set, is called at the start of the timed phase (user 1
+	// of a turn-taking room sends the room's first chat).
+	start func() error
 
 	// A paced user: its first send offset from the start, the time of its
 	// next send (nanotime), its place in the loop's heap (-1: none), the
@@ -86,9 +94,9 @@ type evConn struct {
 	exited       bool
 }
 
-// newEvEngine starts n loops.
-func newEvEngine(n int) (*evEngine, error) {
-	e := &evEngine{}
+// newEvEngine starts n loops for at most users users.
+func newEvEngine(n, users int) (*evEngine, error) {
+	e := &evEngine{conns: make([]atomic.Pointer[evConn], users)}
 	for i := 0; i < n; i++ {
 		l, err := newEvLoop()
 		if err != nil {
@@ -113,14 +121,17 @@ func newEvLoop() (*evLoop, error) {
 		unix.Close(epfd)
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: evWake}
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
 		unix.Close(epfd)
 		unix.Close(wakefd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
-	return &evLoop{epfd: epfd, wakefd: wakefd, conns: make(map[int32]*evConn)}, nil
+	return &evLoop{epfd: epfd, wakefd: wakefd}, nil
 }
+
+// evWake is the event data of a loop's eventfd (a user's is its index).
+const evWake = -1
 
 // close stops the loops and waits for them. Users still attached (an
 // aborted run) are ended with an error.
@@ -128,10 +139,12 @@ func (e *evEngine) close() {
 	e.closing.Store(true)
 	e.wake()
 	e.wg.Wait()
-	for _, l := range e.loops {
-		for _, c := range l.conns {
-			l.detach(c, errors.New("the run ended"))
+	for i := range e.conns {
+		if c := e.conns[i].Load(); c != nil {
+			c.l.detach(c, errors.New("the run ended"))
 		}
+	}
+	for _, l := range e.loops {
 		unix.Close(l.epfd)
 		unix.Close(l.wakefd)
 	}
@@ -146,9 +159,10 @@ func (e *evEngine) wake() {
 	}
 }
 
-// startTimers starts the paced users' sends: each user's first at base
-// (nanotime) plus its offset.
-func (e *evEngine) startTimers(base int64) {
+// start starts the timed phase at base (nanotime): the first chat of each
+// turn-taking room, and the paced users' sends, each user's first at base
+// plus its offset.
+func (e *evEngine) start(base int64) {
 	e.base.Store(base)
 	e.wake()
 }
@@ -159,15 +173,16 @@ func (e *evEngine) leave() {
 	e.wake()
 }
 
-// attach hands the user's socket to a loop, which calls handle with
-// every packet until it says done or fails, then ended.
-func (e *evEngine) attach(u *user, handle func(protocol.Frame) (bool, error), ended func(error)) error {
-	return e.attachConn(&evConn{u: u, handle: handle, ended: ended, hi: -1})
+// attach hands the user's socket to a loop, which calls start at the
+// start of the timed phase (nil: nothing) and handle with every packet
+// until it says done or fails, then ended.
+func (e *evEngine) attach(u *user, start func() error, handle func(protocol.Frame) (bool, error), ended func(error)) error {
+	return e.attachConn(&evConn{u: u, start: start, handle: handle, ended: ended, hi: -1})
 }
 
 // attachPaced hands a paced user to a loop, which reads its socket and
-// sends its chats, the first offset after the start (see startTimers),
-// until it has left its room (see leave) or fails, then calls ended.
+// sends its chats, the first offset after the start (see start), until
+// it has left its room (see leave) or fails, then calls ended.
 func (e *evEngine) attachPaced(u *user, offset time.Duration, ended func(error)) error {
 	return e.attachConn(&evConn{u: u, handle: u.pacedFrame, ended: ended, hi: -1, paced: true, offset: int64(offset)})
 }
@@ -175,6 +190,9 @@ func (e *evEngine) attachPaced(u *user, offset time.Duration, ended func(error))
 func (e *evEngine) attachConn(c *evConn) error {
 	u := c.u
 	lk := u.l
+	if e.next >= len(e.conns) {
+		return fmt.Errorf("engine epoll: more users than the %d planned", len(e.conns))
+	}
 	if lk.rc == nil {
 		return fmt.Errorf("engine epoll: %s has no TCP socket", u)
 	}
@@ -200,17 +218,16 @@ func (e *evEngine) attachConn(c *evConn) error {
 	}
 
 	l := e.loops[e.next%len(e.loops)]
+	c.l, c.idx = l, int32(e.next)
 	e.next++
+	e.conns[c.idx].Store(c)
 	l.mu.Lock()
-	l.conns[int32(fd)] = c
-	if c.paced {
-		l.pending = append(l.pending, c)
-	}
+	l.pending = append(l.pending, c)
 	l.mu.Unlock()
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: c.idx}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		e.conns[c.idx].Store(nil)
 		l.mu.Lock()
-		delete(l.conns, int32(fd))
 		c.gone = true
 		l.mu.Unlock()
 		lk.evMu.Lock()
@@ -235,8 +252,8 @@ func (l *evLoop) run() {
 			return
 		}
 		for i := 0; i < n; i++ {
-			fd := events[i].Fd
-			if int(fd) == l.wakefd {
+			idx := events[i].Fd
+			if idx == evWake {
 				var b [8]byte
 				_, _ = unix.Read(l.wakefd, b[:])
 				if l.e.closing.Load() {
@@ -245,9 +262,7 @@ func (l *evLoop) run() {
 				l.notified()
 				continue
 			}
-			l.mu.Lock()
-			c := l.conns[fd]
-			l.mu.Unlock()
+			c := l.e.conns[idx].Load()
 			if c == nil {
 				continue
 			}
@@ -275,8 +290,8 @@ func (l *evLoop) timeout() int {
 	return int(min((d+int64(time.Millisecond)-1)/int64(time.Millisecond), math.MaxInt32))
 }
 
-// notified acts on the engine's flags: the start of the paced users'
-// sends, and their exit.
+// notified acts on the engine's flags: the start of the timed phase,
+// and the paced users' exit.
 func (l *evLoop) notified() {
 	if base := l.e.base.Load(); base != 0 && !l.started {
 		l.started = true
@@ -285,24 +300,23 @@ func (l *evLoop) notified() {
 		l.pending = nil
 		l.mu.Unlock()
 		for _, c := range pending {
-			if !c.gone {
+			switch {
+			case c.gone || c.u.r.rs.aborted.Load():
+			case c.paced:
 				c.next = base + c.offset
 				l.push(c)
+			case c.start != nil:
+				if err := c.start(); err != nil {
+					l.detach(c, err)
+				}
 			}
 		}
 	}
 	if l.e.leaving.Load() && !l.left {
 		l.left = true
-		var paced []*evConn
-		l.mu.Lock()
-		for _, c := range l.conns {
-			if c.paced {
-				paced = append(paced, c)
-			}
-		}
-		l.mu.Unlock()
-		for _, c := range paced {
-			if c.gone || c.exited || c.u.r.rs.aborted.Load() {
+		for i := range l.e.conns {
+			c := l.e.conns[i].Load()
+			if c == nil || c.l != l || !c.paced || c.gone || c.exited || c.u.r.rs.aborted.Load() {
 				continue
 			}
 			c.exited = true
@@ -329,7 +343,7 @@ func (l *evLoop) fire() {
 		u := c.u
 		rs := u.r.rs
 		count := int64(rs.spec.Count)
-		if rs.aborted.Load() || rs.stopping.Load() {
+		if rs.aborted.Load() || rs.stopping.Load() || rs.pastDuration(c.next) {
 			l.remove(c)
 			u.doneSending.Store(true)
 			continue
@@ -420,8 +434,8 @@ func (l *evLoop) detach(c *evConn, err error) {
 	fd := lk.fd
 	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	l.remove(c)
+	l.e.conns[c.idx].Store(nil)
 	l.mu.Lock()
-	delete(l.conns, int32(fd))
 	c.gone = true
 	l.mu.Unlock()
 	lk.raw, lk.onLoop = false, false

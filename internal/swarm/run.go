@@ -238,7 +238,7 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 
 	var ev *evEngine
 	if spec.Engine == EngineEpoll {
-		if ev, err = newEvEngine(spec.Loops); err != nil {
+		if ev, err = newEvEngine(spec.Loops, len(rs.rooms)*spec.Users); err != nil {
 			rs.fail(err)
 			rs.abort()
 			rs.enter(obs, PhaseEnded)
@@ -247,8 +247,6 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 			return doc, nil
 		}
 	}
-	cu0, cs0 := sysinfo.CPUTimes()
-	tcp0 := sysinfo.ReadTCPCounters()
 	var wg sync.WaitGroup
 	// userEnded is what follows a user's timed phase: its figures, and its
 	// connection closed when it left its room as it should.
@@ -274,16 +272,20 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 				offset = time.Duration(rng.Int64N(int64(spec.Pause)))
 			}
 			if ev != nil {
+				// The loops read it from now on, and start it at the
+				// start.
+				ended := func(err error) { userEnded(u, err); wg.Done() }
+				var err error
 				if rs.paced {
-					// The loops read it from now on, and send from the
-					// start.
-					err := ev.attachPaced(u, offset, func(err error) { userEnded(u, err); wg.Done() })
-					if err != nil {
-						userEnded(u, err)
-						wg.Done()
-					}
+					err = ev.attachPaced(u, offset, ended)
+				} else {
+					err = ev.attach(u, u.firstTurn, u.turnHandler(), ended)
 				}
-				continue // turn-taking: the event loops run it from the start (below)
+				if err != nil {
+					userEnded(u, err)
+					wg.Done()
+				}
+				continue
 			}
 			if rs.paced {
 				wg.Add(1)
@@ -313,32 +315,10 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 			}()
 		}
 	}
-	if ev != nil && !rs.paced {
-		go func() {
-			select {
-			case <-rs.startCh:
-			case <-rs.abortCh:
-				for _, r := range rs.rooms {
-					for range r.users {
-						wg.Done()
-					}
-				}
-				return
-			}
-			for _, r := range rs.rooms {
-				for _, u := range r.users {
-					handle, err := u.beginTurns()
-					if err == nil {
-						err = ev.attach(u, handle, func(err error) { userEnded(u, err); wg.Done() })
-					}
-					if err != nil {
-						userEnded(u, err)
-						wg.Done()
-					}
-				}
-			}
-		}()
-	}
+	// The client's CPU and the TCP counters from here: the users'
+	// goroutines started or their sockets handed to the loops (set-up).
+	cu0, cs0 := sysinfo.CPUTimes()
+	tcp0 := sysinfo.ReadTCPCounters()
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
 
@@ -368,9 +348,9 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 				ev.leave()
 			}
 		}
-		if ev != nil {
-			ev.startTimers(rs.base)
-		}
+	}
+	if ev != nil {
+		ev.start(rs.base)
 	}
 	close(rs.startCh)
 	interrupted = rs.watch(ctx, allDone)

@@ -27,26 +27,28 @@ import (
 // users count: chats, entries and exits of other users (people, bots or
 // moderators sharing the room) are counted apart.
 func (u *user) turns() error {
-	handle, err := u.beginTurns()
-	if err != nil {
+	if err := u.firstTurn(); err != nil {
 		return err
 	}
-	return u.loop(handle)
+	return u.loop(u.turnHandler())
 }
 
-// beginTurns starts the user's timed phase of turn-taking (user 1 sends
-// the room's first chat) and returns its packet handler.
-func (u *user) beginTurns() (func(protocol.Frame) (bool, error), error) {
+// firstTurn starts the user's timed phase of turn-taking: user 1 sends
+// the room's first chat.
+func (u *user) firstTurn() error {
+	if u.num == 1 {
+		return u.sendChat()
+	}
+	return nil
+}
+
+// turnHandler is the user's packet handler in turn-taking.
+func (u *user) turnHandler() func(protocol.Frame) (bool, error) {
 	r := u.r
 	rs := r.rs
 	n := int64(len(r.users))
 	myTurn := int64(u.num - 1)
 	count := int64(rs.spec.Count)
-	if u.num == 1 {
-		if err := u.sendChat(); err != nil {
-			return nil, err
-		}
-	}
 	return func(f protocol.Frame) (bool, error) {
 		u.seen(f)
 		switch f.ID {
@@ -113,7 +115,7 @@ func (u *user) beginTurns() (func(protocol.Frame) (bool, error), error) {
 			return false, u.other(f)
 		}
 		return false, nil
-	}, nil
+	}
 }
 
 // mayLeave says whether a user other than user 1 leaves now: Mark's
@@ -392,6 +394,13 @@ func (u *user) stormArrival(s, j, now int64) {
 	}
 }
 
+// pastDuration reports whether a paced chat scheduled at next (nanotime)
+// falls after the run's duration: it is not sent, however late the stop
+// is.
+func (rs *runState) pastDuration(next int64) bool {
+	return rs.spec.Duration > 0 && next-rs.base >= int64(rs.spec.Duration)
+}
+
 // publishSend numbers the user's chat sent and records it, scheduled at
 // sched (nanotime), in the user's ring for the receivers to time it; it
 // returns the time of the send.
@@ -430,7 +439,7 @@ func (u *user) pacedSend(offset time.Duration) error {
 				return nil
 			}
 		}
-		if rs.stopping.Load() {
+		if rs.stopping.Load() || rs.pastDuration(next) {
 			break
 		}
 		st := u.storm
