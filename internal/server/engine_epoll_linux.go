@@ -21,10 +21,10 @@ import (
 )
 
 // The epoll engine (Config.Engine EngineEpoll) serves TCP connections
-// without a goroutine each: a few event loops, each a goroutine locked to
-// its OS thread and blocked in epoll_wait, read the ready sockets and run
-// the same packet handlers (conn.handle) as the goroutine engine, on the
-// loop's thread. Relaying is unchanged: a chat is written by the sender's
+// without a goroutine each: a few event loops, each a goroutine that
+// waits in epoll_wait keeping its P (evLoop.wait), read the ready sockets
+// and run the same packet handlers (conn.handle) as the goroutine
+// engine, on the loop's goroutine. Relaying is unchanged: a chat is written by the sender's
 // loop, under the room's lock, straight into each receiver's socket;
 // what a socket does not take waits in the receiver's buffer, and the
 // receiver's own loop writes it when epoll reports room (EPOLLOUT),
@@ -256,9 +256,10 @@ func (k *evSock) post() {
 
 // evEngine is a server's event loops.
 type evEngine struct {
-	loops []*evLoop
-	next  atomic.Uint32
-	wg    sync.WaitGroup
+	loops    []*evLoop
+	next     atomic.Uint32
+	wg       sync.WaitGroup
+	reserved int // loops counted in procs
 }
 
 // evLoop is one event loop: an epoll instance and its connections.
@@ -330,7 +331,7 @@ func (s *Server) startEngine() *evEngine {
 	}
 	n := s.cfg.Loops
 	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
+		n = baseProcs()
 	}
 	tick := 250 * time.Millisecond
 	for _, d := range []time.Duration{s.cfg.AccessTimeout, s.cfg.IdleTimeout, writeStall} {
@@ -351,8 +352,46 @@ func (s *Server) startEngine() *evEngine {
 		e.wg.Add(1)
 		go func() { defer e.wg.Done(); l.run() }()
 	}
+	holdProcs(len(e.loops))
+	e.reserved = len(e.loops)
 	s.ev = e
 	return e
+}
+
+// procs counts the Ps that the event loops of this process hold while
+// they wait (evLoop.wait). One P is kept for the rest of the process
+// (the accept loop, the metrics server, timers, the GC's workers):
+// GOMAXPROCS is raised to the loops plus one when it is not already as
+// many.
+var procs struct {
+	sync.Mutex
+	held int // Ps held by running event loops
+	base int // GOMAXPROCS before the loops came (while held > 0)
+}
+
+// baseProcs is GOMAXPROCS as it was before the event loops raised it.
+func baseProcs() int {
+	procs.Lock()
+	defer procs.Unlock()
+	if procs.held > 0 {
+		return procs.base
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// holdProcs counts n more loops (negative: fewer) and sets GOMAXPROCS.
+func holdProcs(n int) {
+	procs.Lock()
+	defer procs.Unlock()
+	if procs.held == 0 {
+		procs.base = runtime.GOMAXPROCS(0)
+	}
+	procs.held += n
+	want := procs.base
+	if procs.held > 0 {
+		want = max(want, procs.held+1)
+	}
+	runtime.GOMAXPROCS(want)
 }
 
 // stopEngine stops the loops (Shutdown, once every connection is
@@ -380,6 +419,8 @@ func (e *evEngine) stop() {
 		unix.Close(l.epfd)
 		unix.Close(l.wakefd)
 	}
+	holdProcs(-e.reserved)
+	e.reserved = 0
 }
 
 // serveConn serves a tracked connection: on its goroutine, or on a loop.
@@ -430,13 +471,11 @@ func (l *evLoop) wake() {
 	_, _ = unix.Write(l.wakefd, one[:])
 }
 
-// run is the loop, on its own OS thread.
+// run is the loop.
 func (l *evLoop) run() {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	for {
-		n, err := unix.EpollWait(l.epfd, l.events, l.waitMillis())
-		if err != nil && err != unix.EINTR {
+		n, err := l.wait(l.waitMillis())
+		if err != nil {
 			l.s.log.Error("epoll engine: epoll_wait failed", "err", err)
 			return
 		}
@@ -465,6 +504,41 @@ func (l *evLoop) run() {
 		l.free = append(l.free, l.freeNext...)
 		l.freeNext = l.freeNext[:0]
 	}
+}
+
+// wait waits up to msec (-1: forever) for events.
+//
+// With connections open it is a raw system call: the loop keeps its P
+// (processor) while it waits, as the kernel floor's thread does. Through
+// the scheduler's system call path (entersyscall), a wait of more than
+// 20 µs with no idle P has its P taken by sysmon and handed to another
+// thread, and the loop must get one back on its way out: at 15 rooms
+// that kept sysmon waking every 200 µs and cost about a tenth of the
+// server's CPU, in nanosleep, futex and thread switches. A P held this
+// way is one the rest of the process cannot use, so one P is kept for
+// it (holdProcs). The wait is still preemptible:
+// sysmon's or the GC's preemption signal ends it (EINTR), and the loop
+// yields. With no connection the loop waits forever, through the
+// scheduler, its P free.
+func (l *evLoop) wait(msec int) (int, error) {
+	if msec < 0 {
+		n, err := unix.EpollWait(l.epfd, l.events, msec)
+		if err == unix.EINTR {
+			return 0, nil
+		}
+		return n, err
+	}
+	n, _, errno := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+		uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(msec), 0, 0)
+	switch errno {
+	case 0:
+		return int(n), nil
+	case syscall.EINTR:
+		// most likely a preemption request: let the scheduler have it
+		runtime.Gosched()
+		return 0, nil
+	}
+	return 0, errno
 }
 
 // waitMillis is epoll_wait's timeout: until the next scan or resume;
