@@ -678,7 +678,7 @@ func (l *evLoop) readIn(c *conn) {
 		}
 		f, err := c.reader.Next()
 		if err != nil {
-			if errors.Is(err, errWouldBlock) {
+			if err == errWouldBlock || errors.Is(err, errWouldBlock) {
 				return
 			}
 			c.readFailed(err)

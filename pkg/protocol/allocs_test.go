@@ -38,7 +38,26 @@ func TestHotPathAllocs(t *testing.T) {
 		buf = AppendChatView(buf[:0], Indication, v)
 	}), "TrimRaw + UTF16Len + AppendChatView")
 
+	// A non-blocking source's "nothing now" (a timeout error), as the
+	// server's epoll engine ends every read with.
+	var quiet wouldBlockReader
+	qr := NewReader(&quiet, 0)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		_, err := qr.Next()
+		require.Error(t, err)
+	}), "Reader.Next on a timeout")
+
 	in := markChatIndication(t)
 	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _, _ = Decode(in) }), 2.0,
 		"Decode of a chat: the struct and one string")
 }
+
+// wouldBlockReader never has anything: a timeout each time.
+type wouldBlockReader struct{}
+
+func (*wouldBlockReader) Read([]byte) (int, error) { return 0, wouldBlock{} }
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string { return "would block" }
+func (wouldBlock) Timeout() bool { return true }

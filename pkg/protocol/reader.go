@@ -109,6 +109,12 @@ func (r *Reader) ReadPacket() (Packet, error) {
 // isTimeout reports whether err is a passed deadline (net.Error with
 // Timeout, os.ErrDeadlineExceeded): not an end of the stream.
 func isTimeout(err error) bool {
+	// An error that says so itself is asked first: errors.As's target
+	// escapes, an allocation on every deadline (the epoll engine's reads
+	// end with one each).
+	if t, ok := err.(interface{ Timeout() bool }); ok {
+		return t.Timeout()
+	}
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
 }
