@@ -282,6 +282,7 @@ type evLoop struct {
 	nextScan time.Time
 	events   []unix.EpollEvent
 	discard  [512]byte
+	pool     bufPool
 }
 
 // wakeSlot marks the eventfd in epoll's data.
@@ -667,7 +668,10 @@ func (l *evLoop) readIn(c *conn) {
 	k := c.ev
 	k.budget = 1
 	if c.reader == nil {
-		c.reader = protocol.NewReader(k, c.s.cfg.MaxPacket)
+		c.reader = l.pool.reader(k, c.s.cfg.MaxPacket)
+		if c.scratch == nil {
+			c.scratch = l.pool.scratch()
+		}
 	}
 	for {
 		c.mu.Lock()
@@ -800,10 +804,10 @@ func (l *evLoop) scan(now int64) {
 		}
 		if c.packets == k.scanned && !k.paused && c.reader != nil && c.reader.Buffered() == 0 {
 			// Idle since the last scan: give back the reader, its buffer
-			// and the scratch buffer (readIn makes a new reader), so that
-			// thousands of idle connections cost their state only.
-			c.reader = nil
-			c.scratch = nil
+			// and the scratch buffer (readIn takes them back from the
+			// pool), so that thousands of idle connections cost their
+			// state only.
+			l.pool.giveBack(c)
 		}
 		k.scanned = c.packets
 		if !c.accessed {
@@ -859,6 +863,7 @@ func (l *evLoop) release(c *conn) {
 	k.held = nil
 	l.open--
 	c.finish()
+	l.pool.giveBack(c)
 }
 
 // evMaskLocked is the readiness the connection waits for.

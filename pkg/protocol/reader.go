@@ -51,6 +51,16 @@ func NewReader(r io.Reader, maxPacket int) *Reader {
 	return &Reader{r: r, max: maxPacket}
 }
 
+// Reset makes r a new Reader of src with the same limit, keeping its
+// buffer unless a large packet grew it: what a pool of readers needs.
+func (r *Reader) Reset(src io.Reader) {
+	buf := r.buf
+	if len(buf) > initialBuffer {
+		buf = nil
+	}
+	*r = Reader{r: src, max: r.max, buf: buf}
+}
+
 // Buffered returns the number of bytes read from the stream but not yet
 // returned as frames.
 func (r *Reader) Buffered() int { return r.end - r.start }
@@ -109,11 +119,15 @@ func (r *Reader) ReadPacket() (Packet, error) {
 // isTimeout reports whether err is a passed deadline (net.Error with
 // Timeout, os.ErrDeadlineExceeded): not an end of the stream.
 func isTimeout(err error) bool {
-	// An error that says so itself is asked first: errors.As's target
-	// escapes, an allocation on every deadline (the epoll engine's reads
-	// end with one each).
-	if t, ok := err.(interface{ Timeout() bool }); ok {
-		return t.Timeout()
+	// errors.As only for a wrapped error: its target escapes, an
+	// allocation each time (the epoll engine's reads end with a timeout
+	// each, and every stream with io.EOF).
+	switch e := err.(type) {
+	case interface{ Timeout() bool }:
+		return e.Timeout()
+	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
+	default:
+		return false
 	}
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()

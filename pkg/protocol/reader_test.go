@@ -121,3 +121,37 @@ func TestReaderEOF(t *testing.T) {
 	_, err = r.Next()
 	assert.Equal(t, boom, err)
 }
+
+// TestReaderReset: a reset reader forgets its stream (bytes, sticky
+// error) and reads the new one with the buffer it had, allocating
+// nothing.
+func TestReaderReset(t *testing.T) {
+	b, err := (&Chat{Type: Request, RoomName: "Room1", UserName: "Mark1", Text: "hello"}).AppendPacket(nil)
+	require.NoError(t, err)
+	r := NewReader(&sliceReader{chunks: [][]byte{b, b[:5]}}, 0)
+	_, err = r.Next()
+	require.NoError(t, err)
+	_, err = r.Next()
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+
+	src := &sliceReader{}
+	chunks := make([][]byte, 1)
+	ok := true
+	allocs := testing.AllocsPerRun(100, func() {
+		chunks[0] = b
+		src.chunks = chunks
+		r.Reset(src)
+		f, err := r.Next()
+		_, end := r.Next()
+		ok = ok && err == nil && bytes.Equal(b, f.Raw) && end == io.EOF
+	})
+	assert.True(t, ok, "a reset reader reads its new stream")
+	if testing.CoverMode() == "" {
+		assert.Zero(t, allocs)
+	}
+	src.chunks = [][]byte{b[:7], b[7:]}
+	r.Reset(src)
+	p, err := r.ReadPacket()
+	require.NoError(t, err)
+	assert.Equal(t, "hello", p.(*Chat).Text)
+}
