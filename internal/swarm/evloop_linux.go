@@ -216,6 +216,12 @@ func (e *evEngine) attachConn(c *evConn) error {
 	if u.batch && lk.rbuf == nil {
 		lk.rbuf = make([]byte, 2048)
 	}
+	if u.confirmLowat {
+		u.lowat = u.r.confirmSize + 1
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, u.lowat); err != nil {
+			u.confirmLowat, u.lowat = false, 0
+		}
+	}
 
 	l := e.loops[e.next%len(e.loops)]
 	c.l, c.idx = l, int32(e.next)
@@ -322,6 +328,11 @@ func (l *evLoop) notified() {
 			c.exited = true
 			l.remove(c)
 			u := c.u
+			if u.lowat > 1 {
+				// The end may come in packets shorter than a confirm.
+				u.lowat = 1
+				u.l.setRcvLowat(1)
+			}
 			err := u.l.write(u.exit)
 			if err == nil {
 				err = u.l.write(u.roomList)

@@ -4,6 +4,7 @@ package swarm
 
 import (
 	"context"
+	"net"
 	"os"
 	"runtime"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
@@ -154,4 +156,45 @@ func openFDs(t *testing.T) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return n
+}
+
+// TestConfirmLowat: what confirmLowat relies on. A TCP socket whose
+// receive low-water mark is one byte more than a chat confirm is not
+// ready with a confirm alone, and is ready as soon as an indication
+// follows it (every indication is longer than a confirm).
+func TestConfirmLowat(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	s, err := ln.Accept()
+	require.NoError(t, err)
+	defer s.Close()
+	rs := &runState{spec: &Spec{Count: 1}, shards: []*histShard{{}}}
+	r, err := newRoom(rs, 0, 15, 20)
+	require.NoError(t, err)
+	require.Less(t, r.confirmSize+1, r.indSize[0])
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	require.NoError(t, err)
+	ready := func() bool {
+		var revents int16
+		require.NoError(t, rc.Control(func(fd uintptr) {
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			_, err := unix.Poll(pfd, 200)
+			require.NoError(t, err)
+			revents = pfd[0].Revents
+		}))
+		return revents&unix.POLLIN != 0
+	}
+	require.NoError(t, rc.Control(func(fd uintptr) {
+		require.NoError(t, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, r.confirmSize+1))
+	}))
+	_, err = s.Write(make([]byte, r.confirmSize))
+	require.NoError(t, err)
+	assert.False(t, ready(), "a confirm alone")
+	_, err = s.Write(make([]byte, r.indSize[0]))
+	require.NoError(t, err)
+	assert.True(t, ready(), "a confirm and an indication")
 }

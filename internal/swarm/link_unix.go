@@ -168,7 +168,7 @@ func (u *user) setLowat() {
 // the low-water mark wakes a waiting reader.
 func (r *room) unbatch() {
 	for _, u := range r.users {
-		if !u.batch || u.l == nil || u.l.rc == nil {
+		if !(u.batch || u.confirmLowat) || u.l == nil || u.l.rc == nil {
 			continue
 		}
 		u.batchOff.Store(true)
@@ -179,4 +179,10 @@ func (r *room) unbatch() {
 			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, 1)
 		})
 	}
+}
+
+// setRcvLowat sets the socket's receive low-water mark (raw mode: the
+// descriptor is the link's).
+func (l *link) setRcvLowat(n int) {
+	_ = syscall.SetsockoptInt(l.fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, n)
 }

@@ -277,8 +277,14 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 				ended := func(err error) { userEnded(u, err); wg.Done() }
 				var err error
 				if rs.paced {
+					// (A Ping, shorter than a confirm, comes only to a
+					// user silent for long.)
+					u.confirmLowat = spec.Pause <= time.Minute
+					r.lowats = r.lowats || u.confirmLowat
 					err = ev.attachPaced(u, offset, ended)
 				} else {
+					u.confirmLowat = !u.batch && spec.Count > 0 && spec.Duration == 0
+					r.lowats = r.lowats || u.batch || u.confirmLowat
 					err = ev.attach(u, u.firstTurn, u.turnHandler(), ended)
 				}
 				if err != nil {
@@ -447,7 +453,7 @@ func (rs *runState) watch(ctx context.Context, allDone <-chan struct{}) (interru
 					r.wdProgress, r.wdAt = p, now
 					continue
 				}
-				if rs.spec.BatchReads && !r.unbatched && now-r.wdAt > stall/4 {
+				if (rs.spec.BatchReads || r.lowats) && !r.unbatched && now-r.wdAt > stall/4 {
 					r.unbatched = true
 					r.unbatch()
 				}

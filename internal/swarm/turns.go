@@ -269,6 +269,12 @@ func (u *user) sendChat() error {
 	if err := u.l.write(u.chat); err != nil {
 		return u.failIO("write", err)
 	}
+	if u.confirmLowat && u.sent == int64(r.rs.spec.Count) && u.lowat > 1 {
+		// The last chat: what follows (its confirm, exits, the end) may
+		// come in packets shorter than a confirm.
+		u.lowat = 1
+		u.l.setRcvLowat(1)
+	}
 	return nil
 }
 

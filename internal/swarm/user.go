@@ -81,6 +81,11 @@ type room struct {
 	indSize     []int
 	confirmSize int
 
+	// lowats: the users' sockets have a receive low-water mark above one
+	// byte (batched reads, or confirmLowat): the watchdog lowers them when
+	// the room makes no progress. Set before the timed phase.
+	lowats bool
+
 	// watchdog state (the watchdog goroutine only; stalled is read once
 	// the users' goroutines have ended)
 	wdProgress int64
@@ -132,6 +137,15 @@ type user struct {
 	batchOff       atomic.Bool
 	lowat          int
 	confirmPending int
+	// confirmLowat (the epoll engine: turn-taking with a count, reads not
+	// batched, or paced): the socket's receive low-water mark is one byte
+	// more than a chat confirm until the user's last chat (paced: until it
+	// leaves), so that the confirm of each chat it sends does not wake it
+	// alone but comes with the next indication, which wakes it as it
+	// arrives (every indication is longer): one read fewer per chat sent,
+	// every indication still timed as it arrives. Set before the timed
+	// phase.
+	confirmLowat bool
 
 	lastPkt atomic.Uint64 // id<<32 | type, for stall reports
 	setupAt time.Duration // connect to EnterRoom confirm
