@@ -151,12 +151,14 @@ type urSock struct {
 	scanned   uint64          // c.packets at the last scan
 
 	// Guarded by conn.mu.
-	sawEOF      bool  // draining, the client closed
-	stallBy     int64 // unix nanos: the write stall deadline of the current batch
-	batchLeft   int   // bytes of the current batch not yet written
-	wantOut     bool  // the loop is to poll the socket for room
-	sending     int   // sends in flight on some ring: the descriptor stays open
-	releaseWait bool  // the loop waits for sending to fall to zero
+	sawEOF      bool    // draining, the client closed
+	stallBy     int64   // unix nanos: the write stall deadline of the current batch
+	batchLeft   int     // bytes of the current batch not yet written
+	wantOut     bool    // the loop is to poll the socket for room
+	pending     *urLoop // in this loop's batch: its send goes at the end of the round
+	inbuf       []byte  // the bytes of the send in flight
+	sending     int     // sends in flight on some ring: the descriptor stays open
+	releaseWait bool    // the loop waits for sending to fall to zero
 }
 
 // Read hands protocol.Reader what the last recv brought; then the end of
@@ -301,23 +303,19 @@ type urLoop struct {
 	stop      bool
 
 	// Owned by the loop.
-	slots     []*conn
-	free      []int32
-	open      int
-	armed     int // requests in flight: recvs, polls, the eventfd read
-	wakeArmed bool
-	paused    []*conn
-	nextScan  time.Time
-	cqes      []uring.CQE // completions taken from the ring, not yet handled
-	batch     []urSendReq // the sends of the chat being relayed
-	left      int         // sends of the batch not completed
-	ts        unix.Timespec
-}
-
-// urSendReq is one send of a relayed chat.
-type urSendReq struct {
-	c *conn
-	p []byte
+	slots      []*conn
+	free       []int32
+	open       int
+	armed      int // requests in flight: recvs, polls, the eventfd read
+	wakeArmed  bool
+	paused     []*conn
+	nextScan   time.Time
+	cqes       []uring.CQE // completions taken from the ring, not yet handled
+	batch      []*conn     // connections with bytes to send at the end of the round
+	batchSpare []*conn
+	sends      []*conn // connections with a send in flight, by the send's user data
+	sendFree   []int32
+	ts         unix.Timespec
 }
 
 // startURing starts the rings once (every loop's ring is made on its own
@@ -510,7 +508,17 @@ func (l *urLoop) run(ready chan<- error) {
 			l.runQueue(q)
 			wait = 0 // posted work: submit what it armed, do not wait
 		}
-		err := l.ring.SubmitWait(wait, timeout)
+		l.flushBatch()
+		// The sends and recvs go in without the scheduler's bookkeeping
+		// (a busy loop rarely waits: the sends' completions are there at
+		// once); only a wait for completions blocks.
+		var err error
+		if l.ring.Unsubmitted() > 0 {
+			err = l.ring.SubmitNonblocking()
+		}
+		if err == nil && wait == 1 && l.ring.Ready() == 0 {
+			err = l.ring.SubmitWait(1, timeout)
+		}
 		if wait == 1 {
 			l.qmu.Lock()
 			l.sleeping = false
@@ -894,7 +902,7 @@ func (l *urLoop) scan(now int64) {
 			if now > k.lingerBy {
 				c.closeLocked(c.lingering)
 			}
-		case c.flushing && k.sending == 0 && now > k.stallBy:
+		case c.flushing && k.sending == 0 && k.pending == nil && now > k.stallBy:
 			c.closeLocked(ReasonSlowConsumer)
 		}
 		closed := c.closed
@@ -1008,8 +1016,8 @@ func (c *conn) urWriteOut() {
 	k := c.ur
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || !c.flushing || k.sending > 0 {
-		// a send in flight on a ring: its completion goes on
+	if c.closed || !c.flushing || k.sending > 0 || k.pending != nil {
+		// a send in flight or queued on a ring: its completion goes on
 		k.wantOut = false
 		return
 	}
@@ -1048,11 +1056,10 @@ func (c *conn) urFlushed() {
 	}
 }
 
-// relay writes a chat's indication ind to every member but m and the
-// confirm conf to c (handleChat, under the room's lock, on c's loop): one
-// send entry per receiver with nothing waiting, all submitted together,
-// and their completions awaited before the room is let go. It returns
-// the number of receivers.
+// relay queues a chat's indication ind for every member but m and the
+// confirm conf for c (handleChat, under the room's lock, on c's loop),
+// and returns the number of receivers. The loop sends them at the end of
+// its round (flushBatch).
 func (l *urLoop) relay(c *conn, m *member, members []*member, ind, conf []byte) int {
 	n := 0
 	for _, o := range members {
@@ -1062,76 +1069,125 @@ func (l *urLoop) relay(c *conn, m *member, members []*member, ind, conf []byte) 
 		}
 	}
 	l.queueSend(c, conf)
-	l.flushBatch()
 	return n
 }
 
-// queueSend adds a send of p to o to the batch if nothing waits for o;
-// otherwise p goes the way of conn.send.
+// queueSend queues p for o: in o's out buffer, o joining the loop's batch
+// if nothing else owns its out (flushing); otherwise the way of
+// conn.send. From then on o is flushing, so whatever else comes for it,
+// from any thread, is appended behind p.
 func (l *urLoop) queueSend(o *conn, p []byte) {
 	k := o.ur
-	if k == nil || len(p) == 0 {
+	if k == nil {
 		o.send(p)
 		return
 	}
 	o.mu.Lock()
-	if o.closed || o.lingering != "" || o.flushing || o.fd < 0 {
+	switch {
+	case o.closed || o.lingering != "" || o.fd < 0:
+	case k.pending == l:
+		// in this round's batch already: one send takes both
+		if len(o.out)+o.inflight+len(p) > o.s.cfg.SendBuffer {
+			o.detail = fmt.Sprintf("the kernel took %d bytes, %d more were waiting", o.taken, len(o.out)+o.inflight)
+			o.closeLocked(ReasonSlowConsumer)
+			break
+		}
+		o.out = append(o.out, p...)
+	case o.flushing:
 		o.mu.Unlock()
-		o.send(p) // appends to out, or drops
+		o.send(p) // behind what waits, within the send buffer
 		return
+	default:
+		o.flushing = true
+		if o.out == nil {
+			o.out, o.spare = o.spare[:0], nil
+		}
+		o.out = append(o.out, p...)
+		k.pending = l
+		l.batch = append(l.batch, o)
 	}
-	q := l.sqe()
-	if q == nil {
-		o.mu.Unlock()
-		o.send(p)
-		return
-	}
-	o.flushing = true
-	o.inflight = len(p)
-	k.sending++
-	uring.PrepSend(q, o.fd, unsafe.Pointer(&p[0]), len(p), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, urSend|uint64(len(l.batch)))
 	o.mu.Unlock()
-	l.batch = append(l.batch, urSendReq{c: o, p: p})
-	l.left++
 }
 
-// flushBatch submits the batch and waits for all its completions (the
-// kernel runs non-blocking sends during the submission: the wait is for
-// the rare one it does not).
+// flushBatch prepares one send per connection of the round's batch, of
+// all its out buffer (the next io_uring_enter submits them together;
+// non-blocking, they complete during it). While its send is in flight a
+// connection's bytes count as inflight and its out buffer takes what
+// comes next.
 func (l *urLoop) flushBatch() {
-	if len(l.batch) == 0 {
-		return
-	}
-	wait := uint32(0)
-	ts := unix.NsecToTimespec(int64(time.Second))
-	for l.left > 0 {
-		err := l.ring.SubmitWait(wait, &ts)
-		if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) {
-			l.s.log.Error("uring engine: io_uring_enter failed in a relay", "err", err)
+	for range 4 { // a full submission queue reaps sends that may queue more
+		if len(l.batch) == 0 {
+			return
 		}
-		l.reap()
-		wait = 1
+		b := l.batch
+		l.batch = l.batchSpare[:0]
+		l.flushConns(b)
+		clear(b)
+		l.batchSpare = b[:0]
 	}
-	clear(l.batch)
-	l.batch = l.batch[:0]
 }
 
-// sendDone handles the completion of a relay's send: the bytes the
-// socket did not take wait in out, in front of what came meanwhile, and
-// the receiver's loop polls for room.
-func (l *urLoop) sendDone(i int, res int32) {
-	req := l.batch[i]
-	l.left--
-	o, k := req.c, req.c.ur
-	o.mu.Lock()
-	k.sending--
-	if o.closed {
-		post := k.sending == 0 && k.releaseWait
-		if post {
-			k.releaseWait = false
+func (l *urLoop) flushConns(b []*conn) {
+	for _, o := range b {
+		k := o.ur
+		q := l.sqe() // before the lock: it may reap, and handle sends' completions
+		o.mu.Lock()
+		k.pending = nil
+		if o.closed || len(o.out) == 0 {
+			o.mu.Unlock()
+			if q != nil {
+				q.UserData = urCancel // a no-op (opcode 0)
+			}
+			continue
 		}
+		if q == nil {
+			o.urWantOut() // its loop writes it
+			o.mu.Unlock()
+			continue
+		}
+		buf := o.out
+		o.out = nil
+		if o.spare != nil {
+			o.out, o.spare = o.spare[:0], nil
+		}
+		o.inflight = len(buf)
+		k.sending++
+		k.inbuf = buf
 		o.mu.Unlock()
-		if post {
+		uring.PrepSend(q, o.fd, unsafe.Pointer(&buf[0]), len(buf), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, urSend|uint64(l.sendSlot(o)))
+	}
+}
+
+// sendSlot records o as having a send in flight on the ring; the index
+// is the send's user data.
+func (l *urLoop) sendSlot(o *conn) int {
+	if n := len(l.sendFree); n > 0 {
+		i := l.sendFree[n-1]
+		l.sendFree = l.sendFree[:n-1]
+		l.sends[i] = o
+		return int(i)
+	}
+	l.sends = append(l.sends, o)
+	return len(l.sends) - 1
+}
+
+// sendDone handles the completion of a batch's send: what the socket did
+// not take waits in out, in front of what came meanwhile, and the
+// connection's loop polls for room; what came meanwhile joins the next
+// batch.
+func (l *urLoop) sendDone(i int, res int32) {
+	o := l.sends[i]
+	l.sends[i] = nil
+	l.sendFree = append(l.sendFree, int32(i))
+	k := o.ur
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k.sending--
+	buf := k.inbuf
+	k.inbuf = nil
+	if o.closed {
+		if k.sending == 0 && k.releaseWait {
+			k.releaseWait = false
 			k.post()
 		}
 		return
@@ -1140,30 +1196,29 @@ func (l *urLoop) sendDone(i int, res int32) {
 	if res < 0 && res != -int32(unix.EAGAIN) && res != -int32(unix.EINTR) {
 		o.detail = os.NewSyscallError("send", syscall.Errno(-res)).Error()
 		o.closeLocked(ReasonWriteError)
-		o.mu.Unlock()
 		return
 	}
 	w := max(int(res), 0)
 	o.taken += int64(w)
-	switch {
-	case w < len(req.p):
-		rest := make([]byte, 0, len(req.p)-w+len(o.out))
-		o.out = append(append(rest, req.p[w:]...), o.out...)
-	case len(o.out) > 0:
-		n, err := o.tryWrite(o.out)
-		if err != nil {
-			o.detail = err.Error()
-			o.closeLocked(ReasonWriteError)
-			o.mu.Unlock()
-			return
+	if w < len(buf) {
+		// the socket is full: the rest first, then what came meanwhile
+		rest := buf[w:]
+		if len(o.out) > 0 {
+			rest = append(append(make([]byte, 0, len(rest)+len(o.out)), rest...), o.out...)
+		} else {
+			rest = append(buf[:0], rest...)
 		}
-		o.out = o.out[:copy(o.out, o.out[n:])]
-		o.taken += int64(n)
+		o.out = rest
+		o.urWantOut()
+		return
+	}
+	if cap(buf) <= 4096 && o.spare == nil {
+		o.spare = buf[:0]
 	}
 	if len(o.out) == 0 {
 		o.urFlushed()
-	} else {
-		o.urWantOut()
+		return
 	}
-	o.mu.Unlock()
+	k.pending = l
+	l.batch = append(l.batch, o)
 }

@@ -308,6 +308,26 @@ func (r *Ring) SubmitWait(wait uint32, timeout *unix.Timespec) error {
 // kernel has not consumed yet.
 func (r *Ring) Unsubmitted() uint32 { return r.sqeTail - atomic.LoadUint32(r.sqHead) }
 
+// SubmitNonblocking hands the prepared entries to the kernel with a raw
+// system call: the Go scheduler is not told, which saves its bookkeeping
+// and keeps the thread's processor. Only for entries the kernel never
+// blocks on while submitting (non-blocking socket operations, polls):
+// the call returns as soon as they are issued.
+func (r *Ring) SubmitNonblocking() error {
+	n := r.flush()
+	for n > 0 {
+		_, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(n), 0, 0, 0, 0)
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		}
+		return errno
+	}
+	return nil
+}
+
 // Ready is the number of completions waiting to be consumed.
 func (r *Ring) Ready() uint32 { return atomic.LoadUint32(r.cqTail) - *r.cqHead }
 
