@@ -10,7 +10,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -54,6 +56,9 @@ type evEngine struct {
 	// phase; leaving makes the paced users leave their rooms.
 	closing, leaving atomic.Bool
 	base             atomic.Int64
+	// procs is GOMAXPROCS before the engine raised it to the loops plus
+	// one (0: not raised), and raised what it set.
+	procs, raised int
 }
 
 // evLoop is one event loop: an epoll instance and the users it serves.
@@ -97,6 +102,11 @@ type evConn struct {
 // newEvEngine starts n loops for at most users users.
 func newEvEngine(n, users int) (*evEngine, error) {
 	e := &evEngine{conns: make([]atomic.Pointer[evConn], users)}
+	// The loops hold their Ps while they wait (see wait): one more is
+	// left for the rest of the run.
+	if p := runtime.GOMAXPROCS(0); p < n+1 {
+		e.procs, e.raised = runtime.GOMAXPROCS(n+1), n+1
+	}
 	for i := 0; i < n; i++ {
 		l, err := newEvLoop()
 		if err != nil {
@@ -143,6 +153,9 @@ func (e *evEngine) close() {
 		if c := e.conns[i].Load(); c != nil {
 			c.l.detach(c, errors.New("the run ended"))
 		}
+	}
+	if e.procs > 0 && runtime.GOMAXPROCS(0) == e.raised {
+		runtime.GOMAXPROCS(e.procs)
 	}
 	for _, l := range e.loops {
 		unix.Close(l.epfd)
@@ -249,12 +262,10 @@ func (e *evEngine) attachConn(c *evConn) error {
 // next timer and runs the ready users' handlers and the due sends until
 // the engine closes.
 func (l *evLoop) run() {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	events := make([]unix.EpollEvent, 256)
 	for {
-		n, err := unix.EpollWait(l.epfd, events, l.timeout())
-		if err != nil && err != unix.EINTR {
+		n, err := l.wait(events, l.timeout())
+		if err != nil {
 			return
 		}
 		for i := 0; i < n; i++ {
@@ -281,6 +292,30 @@ func (l *evLoop) run() {
 			l.fire()
 		}
 	}
+}
+
+// wait waits up to msec (-1: without end) for events, in a raw system
+// call: the loop keeps its P while it waits, as the kernel floor's thread
+// does. Through the scheduler's system call path a wait that lasts has
+// its P retaken by sysmon and handed to another thread, and the loop
+// must get one back on its way out (futex calls, thread switches, and
+// sysmon kept waking); and a loop locked to its thread would make every
+// preemption such a hand-over. The wait is still preemptible: sysmon's or
+// the GC's preemption signal ends it (EINTR: epoll_wait is never
+// restarted), and the loop yields. The loops are fewer than the
+// processors Go may use (Spec.Loops' default is half), so that the run's
+// other goroutines have a P.
+func (l *evLoop) wait(events []unix.EpollEvent, msec int) (int, error) {
+	n, _, errno := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+		uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+	switch errno {
+	case 0:
+		return int(n), nil
+	case syscall.EINTR:
+		runtime.Gosched()
+		return 0, nil
+	}
+	return 0, os.NewSyscallError("epoll_pwait", errno)
 }
 
 // timeout is epoll_wait's: until the next send (rounded up to the
