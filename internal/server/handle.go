@@ -215,6 +215,7 @@ func (s *Server) enterRoom(c *conn, p *protocol.EnterRoom) {
 		s.counters.out(protocol.IDEnterRoom, len(r.members), len(r.members)*len(ind))
 	}
 	r.members = append(r.members, m)
+	r.conns = append(r.conns, c)
 	c.addMember(m)
 	c.reply(&protocol.EnterRoom{Type: protocol.Confirm, Profile: profile, RoomName: p.RoomName, UserName: name,
 		Result: protocol.EnterOK, RoomType: protocol.RoomNormal, Count: int32(len(r.members)), Users: r.usersLocked()})
@@ -229,6 +230,8 @@ func (s *Server) exitRoom(c *conn, m *member) {
 	for i, o := range r.members {
 		if o == m {
 			r.members = append(r.members[:i], r.members[i+1:]...)
+			r.conns = append(r.conns[:i], r.conns[i+1:]...)
+			r.conns[len(r.conns):cap(r.conns)][0] = nil
 			break
 		}
 	}
@@ -299,9 +302,9 @@ func (c *conn) handleChat(body []byte) {
 		// io_uring: one submission for every receiver and the confirm
 		n = c.ur.loop.relay(c, m, r.members, b[:ind], b[ind:])
 	} else {
-		for _, o := range r.members {
-			if o != m {
-				o.c.send(b[:ind])
+		for _, o := range r.conns {
+			if o != c {
+				o.send(b[:ind])
 				n++
 			}
 		}

@@ -19,7 +19,12 @@ type room struct {
 
 	mu      sync.Mutex // guards the fields below; taken after Server.mu, before conn.mu
 	members []*member  // in the order they entered
-	guests  int        // connections whose Access named this room
+	// conns are the members' connections, in the same order: the relay
+	// reads these, one cache miss fewer per receiver than through
+	// members (at 15 rooms, the load of member.c was more than half of
+	// handleChat's own time in a perf profile)
+	conns   []*conn
+	guests  int // connections whose Access named this room
 	removed bool
 }
 
