@@ -332,7 +332,9 @@ func (s *Server) startEngine() *evEngine {
 	}
 	n := s.cfg.Loops
 	if n <= 0 {
-		n = baseProcs()
+		// One P is the rest of the process's (holdProcs): so many loops
+		// leave GOMAXPROCS as it is.
+		n = max(baseProcs()-1, 1)
 	}
 	tick := 250 * time.Millisecond
 	for _, d := range []time.Duration{s.cfg.AccessTimeout, s.cfg.IdleTimeout, writeStall} {

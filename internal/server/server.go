@@ -197,8 +197,8 @@ type Config struct {
 	// else epoll, else goroutine; Server.Engine tells which). WebSocket
 	// connections are served by goroutines on every engine.
 	Engine string
-	// Loops is the epoll and uring engines' event loops (default: one per
-	// processor, GOMAXPROCS).
+	// Loops is the epoll and uring engines' event loops (default: uring
+	// one per processor, GOMAXPROCS; epoll one fewer, at least one).
 	Loops int
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
