@@ -124,6 +124,7 @@ echo "medians of the rounds' ratios to their floor (msg/s: higher is better; CPU
 printf '%-6s %-22s %9s %6s %7s %7s\n' "rooms" "server/client" "msg/s" "/floor" "server" "client"
 for size in $sizes; do
 	rooms=${size%:*}
+	# shellcheck disable=SC2013 # pairs are words
 	for p in $(awk -v r="$rooms" '$1 == r { print $3 }' "$tmp/rows" | sort -u); do
 		sel() { awk -v r="$rooms" -v p="$p" -v c="$1" '$1 == r && $3 == p { print $c }' "$tmp/rows" | med; }
 		printf '%-6s %-22s %9.0f %6.2f %7.2f %7.2f\n' "$rooms" "$p" "$(sel 4)" "$(sel 5)" "$(sel 7)" "$(sel 9)"
@@ -138,6 +139,7 @@ if [ "$small" != "$large" ]; then
 	fratio=$(awk -v a="$flarge" -v b="$fsmall" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print 0 }')
 	echo
 	echo "score ratio $large/$small rooms (medians) against the floor's throughput ratio $large/$small ($fratio; acceptance: at least it):"
+	# shellcheck disable=SC2013 # pairs are words
 	for p in $(awk '{ print $3 }' "$tmp/rows" | sort -u); do
 		a=$(awk -v r="$large" -v p="$p" '$1 == r && $3 == p { print $10 }' "$tmp/rows" | med)
 		b=$(awk -v r="$small" -v p="$p" '$1 == r && $3 == p { print $10 }' "$tmp/rows" | med)
