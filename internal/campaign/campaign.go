@@ -278,6 +278,9 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*result
 	}
 	if doc != nil && srv != nil {
 		doc.Config.ServerCommand = srv.argv
+		if srv.recorded != nil {
+			doc.Config.ServerCommand = srv.recorded
+		}
 		if doc.Server != nil {
 			doc.Server.CPUs = sysinfo.ProcessCPUs(srv.pid())
 		}

@@ -148,6 +148,8 @@ func TestServerCmdMetrics(t *testing.T) {
 	assert.Equal(t, server.EngineGoroutine, d.Server.Engine)
 	assert.Positive(t, d.Server.RSSBeforeBytes)
 	assert.Equal(t, os.Args[0]+" (serve goroutine / load goroutine)", d.Label)
+	assert.Equal(t, []string{"/bin/sh", "-c", "exec " + cfg.ServerCmd}, d.Config.ServerCommand, "{port} as given: one server whatever its port")
+	assert.Positive(t, d.Config.Port)
 }
 
 // TestReadyWatch: the ready line is found whatever the writes' pieces,

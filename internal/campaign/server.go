@@ -137,13 +137,17 @@ func serverUsage(a, b serverSample, elapsed float64, total int64) *results.Serve
 
 // spawned is a server the client started for one run.
 type spawned struct {
-	cmd     *exec.Cmd
-	argv    []string
-	chat    string // host:port
-	ws      string
-	metrics string
-	stderr  *tailBuffer
-	exited  chan struct{}
+	cmd  *exec.Cmd
+	argv []string
+	// recorded is the command the documents record: argv, but a server
+	// command's with {port} unreplaced (Config.Port says the port), so
+	// that the runs of one command are one server (report --by server).
+	recorded []string
+	chat     string // host:port
+	ws       string
+	metrics  string
+	stderr   *tailBuffer
+	exited   chan struct{}
 	// ready watches the standard output of a server command for the
 	// ready line of a `volanogo serve` (nil for --serve, read at start).
 	ready *readyWatch
@@ -296,7 +300,8 @@ func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, er
 		return nil, err
 	}
 	line := strings.ReplaceAll(command, "{port}", strconv.Itoa(port))
-	s := &spawned{argv: []string{"/bin/sh", "-c", "exec " + line}, stderr: &tailBuffer{}, exited: make(chan struct{})}
+	s := &spawned{argv: []string{"/bin/sh", "-c", "exec " + line}, stderr: &tailBuffer{}, exited: make(chan struct{}),
+		recorded: []string{"/bin/sh", "-c", "exec " + command}}
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
 	s.cmd.SysProcAttr = childAttr()
 	s.ready = &readyWatch{tail: s.stderr, seenC: make(chan struct{})}

@@ -151,7 +151,8 @@ type Config struct {
 	// restricted to (0 = not restricted or not spawned).
 	ServerCPUs int `json:"server_cpus,omitempty"`
 	// ServerCommand is the command that started the server, when the client
-	// started it (--serve or --server-cmd).
+	// started it (--serve or --server-cmd; a --server-cmd with its {port}
+	// as given, the port being Port).
 	ServerCommand []string `json:"server_command,omitempty"`
 	// ClientCommand is the external client that made the run (--client-cmd,
 	// the original Mark say) instead of volanogo's swarm.
