@@ -55,8 +55,8 @@ func (u *user) turnHandler() func(protocol.Frame) (bool, error) {
 		case protocol.IDChat:
 			if f.Type == protocol.Confirm {
 				u.confirms++
+				u.confirmPending--
 				if u.batch {
-					u.confirmPending--
 					if len(f.Raw) != r.confirmSize {
 						u.batchOff.Store(true)
 					}
@@ -76,6 +76,9 @@ func (u *user) turnHandler() func(protocol.Frame) (bool, error) {
 			}
 			if !u.acceptTurn(v.UserName, v.Text, s, n) || u.exited {
 				return false, nil
+			}
+			if u.confirmLowat && u.sent+u.counted == count*n {
+				u.awaitExits()
 			}
 			if u.sent+u.counted != u.sent*n+myTurn {
 				if u.mayLeave() {
@@ -269,13 +272,32 @@ func (u *user) sendChat() error {
 	if err := u.l.write(u.chat); err != nil {
 		return u.failIO("write", err)
 	}
-	if u.confirmLowat && u.sent == int64(r.rs.spec.Count) && u.lowat > 1 {
-		// The last chat: what follows (its confirm, exits, the end) may
-		// come in packets shorter than a confirm.
-		u.lowat = 1
-		u.l.setRcvLowat(1)
-	}
 	return nil
+}
+
+// awaitExits is a user's receive low-water mark once it has had every
+// chat of its room (confirmLowat): what it waits for then is the exits of
+// the users before it (Mark's cascade), so the mark is their bytes, and
+// the confirm of its last chat if it has not come: one wake-up for them
+// all instead of one each. Another packet (a user from outside the room)
+// only wakes it early; a server whose packets are not the sizes expected
+// stalls the room until the watchdog lowers the mark (see room.unbatch).
+func (u *user) awaitExits() {
+	r := u.r
+	want := max(u.confirmPending, 0) * r.confirmSize
+	for j := 0; j < u.num-1; j++ {
+		if u.ledger.left[j/64]&(1<<uint(j%64)) == 0 {
+			want += r.exitSize[j]
+		}
+	}
+	want = max(want-u.rd.Buffered(), 1)
+	if u.batchOff.Load() {
+		want = 1
+	}
+	if want != u.lowat {
+		u.lowat = want
+		u.l.setRcvLowat(want)
+	}
 }
 
 // sendExit leaves the room: ExitRoom, then RoomList, whose confirm ends
@@ -283,6 +305,11 @@ func (u *user) sendChat() error {
 func (u *user) sendExit() error {
 	u.exited = true
 	u.r.progress.Add(1)
+	if u.confirmLowat && u.lowat > 1 {
+		// What follows (the exit's answers) is of sizes not known.
+		u.lowat = 1
+		u.l.setRcvLowat(1)
+	}
 	if err := u.l.write(u.exit); err != nil {
 		return u.failIO("write", err)
 	}

@@ -80,6 +80,8 @@ type room struct {
 	// a chat confirm, as Mark's server sends them.
 	indSize     []int
 	confirmSize int
+	// exitSize: an ExitRoom indication of each user.
+	exitSize []int
 
 	// lowats: the users' sockets have a receive low-water mark above one
 	// byte (batched reads, or confirmLowat): the watchdog lowers them when
@@ -139,12 +141,12 @@ type user struct {
 	confirmPending int
 	// confirmLowat (the epoll engine: turn-taking with a count, reads not
 	// batched, or paced): the socket's receive low-water mark is one byte
-	// more than a chat confirm until the user's last chat (paced: until it
-	// leaves), so that the confirm of each chat it sends does not wake it
-	// alone but comes with the next indication, which wakes it as it
-	// arrives (every indication is longer): one read fewer per chat sent,
-	// every indication still timed as it arrives. Set before the timed
-	// phase.
+	// more than a chat confirm until the user has had every chat of its
+	// room (then see awaitExits; paced: until it leaves), so that the
+	// confirm of each chat it sends does not wake it alone but comes with
+	// the next indication, which wakes it as it arrives (every indication
+	// is longer): one read fewer per chat sent, every indication still
+	// timed as it arrives. Set before the timed phase.
 	confirmLowat bool
 
 	lastPkt atomic.Uint64 // id<<32 | type, for stall reports
@@ -235,6 +237,7 @@ func newRoom(rs *runState, index, num, users int) (*room, error) {
 		if u.exit, err = (&protocol.ExitRoom{Type: protocol.Request, RoomName: r.name, UserName: u.name}).AppendPacket(nil); err != nil {
 			return nil, err
 		}
+		r.exitSize = append(r.exitSize, len(u.exit)) // the indication has the same fields
 		if u.roomList, err = (&protocol.RoomList{Type: protocol.Request}).AppendPacket(nil); err != nil {
 			return nil, err
 		}
