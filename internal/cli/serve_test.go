@@ -81,6 +81,28 @@ func TestServeStartsAndStops(t *testing.T) {
 	assert.ErrorIs(t, err, io.EOF)
 }
 
+// TestServeEngineAuto: --engine auto starts, logs which engine it took
+// and why, and the started line names that engine.
+func TestServeEngineAuto(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"serve", "-listen", "127.0.0.1:0", "--metrics-listen", "", "--engine", "auto"}, nil, &out, &errb)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(errb.String(), "volanogo serve started") }, 5*time.Second, 10*time.Millisecond)
+	assert.Regexp(t, `msg="engine auto: (uring|epoll|goroutine)" why=`, errb.String())
+	assert.Regexp(t, `volanogo serve started.* engine=(uring|epoll|goroutine) `, errb.String())
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, errb.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10 s of the signal")
+	}
+}
+
 func TestServeBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -102,6 +124,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--rooms-file", "/nonexistent/rooms.txt"}, 1, "/nonexistent/rooms.txt"},
 		{[]string{"serve", "--room", "A", "--room", "A", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, 2, `"A" is given twice`},
 		{[]string{"serve", "--listen", "", "--metrics-listen", ""}, 2, "nothing to serve"},
+		{[]string{"serve", "--engine", "kqueue"}, 2, `--engine: "kqueue" is not one of goroutine, epoll, uring, auto`},
 	} {
 		code, _, errOut := run(t, tc.args...)
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)
