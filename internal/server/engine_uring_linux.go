@@ -31,18 +31,21 @@ import (
 //     report and read system call to pair. The packets it completes are
 //     handled, and the recv is armed again (unless the connection is
 //     paused by the request rate or closing).
-//   - The relay: a chat from a connection of a ring is written to every
-//     receiver that has nothing waiting by one send entry each (non-
-//     blocking: MSG_DONTWAIT, so a full socket completes with EAGAIN
-//     rather than waits), all submitted by one io_uring_enter, still under
-//     the room's lock: the kernel runs them during the call, so the packet
-//     (the sender's scratch buffer) is not needed after it. While its send
-//     is in flight a receiver counts the bytes as in flight (the send
-//     buffer's bound sees them) and is flushing: whatever else comes for
-//     it, from any thread, waits in its out buffer behind them. What a
-//     send leaves unwritten goes in front of out, and the receiver's own
-//     ring polls its socket for room (POLLOUT) to write the rest, with the
-//     epoll engine's write-stall and slow-consumer rules.
+//   - The relay: a chat from a connection of a ring is queued, under the
+//     room's lock, in the out buffer of every receiver, and each receiver
+//     that nothing else was writing to (not flushing) joins the loop's
+//     batch and is flushing from then on: whatever else comes for it, from
+//     any thread, waits behind. At the end of the round (the completions
+//     one wait brought) every receiver of the batch gets one send of its
+//     whole out buffer (non-blocking: MSG_DONTWAIT, so a full socket
+//     completes with EAGAIN rather than waits), all submitted by one
+//     io_uring_enter, during which the kernel runs them. Several chats to
+//     one receiver in a round cost one send. While its send is in flight
+//     a receiver's bytes count as inflight (the send buffer's bound sees
+//     them). What a send leaves unwritten goes back in front of out, and
+//     the receiver's own ring polls its socket for room (POLLOUT) to write
+//     the rest, with the epoll engine's write-stall and slow-consumer
+//     rules; what came meanwhile goes in the next round's batch.
 //
 // Everything else (other replies, broadcasts of entries and exits) goes
 // through conn.send as on the other engines: a non-blocking send, and the
@@ -72,7 +75,7 @@ var ErrURingUnavailable = errors.New("io_uring unavailable")
 const (
 	urEntries   = 4096
 	urCQEntries = 32768
-	urRecvBuf   = 2048
+	urRecvBuf   = 1024
 )
 
 // urSetup makes a loop's ring, on the loop's thread; tests replace it to
@@ -283,9 +286,10 @@ func (k *urSock) post() {
 
 // urEngine is a server's rings.
 type urEngine struct {
-	loops []*urLoop
-	next  atomic.Uint32
-	wg    sync.WaitGroup
+	loops    []*urLoop
+	next     atomic.Uint32
+	wg       sync.WaitGroup
+	reserved int // Ps counted in holdProcs
 }
 
 // urLoop is one ring and its connections.
@@ -328,7 +332,8 @@ func (s *Server) startURing() error {
 	}
 	n := s.cfg.Loops
 	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
+		// as the epoll engine: one P is the rest of the process's
+		n = max(baseProcs()-1, 1)
 	}
 	e := &urEngine{}
 	for range n {
@@ -342,6 +347,8 @@ func (s *Server) startURing() error {
 		}
 		e.loops = append(e.loops, l)
 	}
+	holdProcs(len(e.loops)) // the loops wait keeping their P
+	e.reserved = len(e.loops)
 	s.ur = e
 	return nil
 }
@@ -381,6 +388,8 @@ func (e *urEngine) stop() {
 	for _, l := range e.loops {
 		_ = unix.Close(l.wakefd)
 	}
+	holdProcs(-e.reserved)
+	e.reserved = 0
 }
 
 // resolveEngine starts the configured engine, once: for uring its rings
@@ -517,7 +526,7 @@ func (l *urLoop) run(ready chan<- error) {
 			err = l.ring.SubmitNonblocking()
 		}
 		if err == nil && wait == 1 && l.ring.Ready() == 0 {
-			err = l.ring.SubmitWait(1, timeout)
+			err = l.wait(timeout)
 		}
 		if wait == 1 {
 			l.qmu.Lock()
@@ -544,6 +553,24 @@ func (l *urLoop) run(ready chan<- error) {
 		}
 	}
 	l.teardown()
+}
+
+// wait waits for a completion. With connections (a timeout: the next
+// scan) it keeps its P, which holdProcs reserved, as the epoll engine's
+// loops do: no scheduler bookkeeping, no hand-off of the P by sysmon and
+// no wait for one on return. Without connections it waits as a blocking
+// system call, for as long as it takes.
+func (l *urLoop) wait(timeout *unix.Timespec) error {
+	if timeout == nil {
+		return l.ring.SubmitWait(1, nil)
+	}
+	err := l.ring.WaitNonblocking(1, timeout)
+	if errors.Is(err, unix.EINTR) {
+		// most likely a preemption request: let the scheduler have it
+		runtime.Gosched()
+		return nil
+	}
+	return err
 }
 
 // takeQueue takes the posted connections; with none, the loop is about

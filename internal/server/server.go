@@ -22,7 +22,9 @@
 // That is the goroutine engine, the default. The epoll engine
 // (Config.Engine, Linux) serves TCP connections from a few event loops
 // instead, with the same handlers and the same relay; see
-// engine_epoll_linux.go.
+// engine_epoll_linux.go. The uring engine's loops are io_uring rings, and
+// its relay sends each round's bytes for all receivers in one system
+// call; see engine_uring_linux.go.
 //
 // Every protocol violation closes only the connection that made it, and
 // is counted by reason in volanogo_connections_closed_total.
@@ -197,8 +199,9 @@ type Config struct {
 	// else epoll, else goroutine; Server.Engine tells which). WebSocket
 	// connections are served by goroutines on every engine.
 	Engine string
-	// Loops is the epoll and uring engines' event loops (default: uring
-	// one per processor, GOMAXPROCS; epoll one fewer, at least one).
+	// Loops is the epoll and uring engines' event loops (default: one per
+	// processor but one, at least one; GOMAXPROCS is raised to the loops
+	// plus one while they run).
 	Loops int
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger

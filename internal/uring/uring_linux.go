@@ -328,6 +328,27 @@ func (r *Ring) SubmitNonblocking() error {
 	return nil
 }
 
+// WaitNonblocking is SubmitWait with a raw system call and a timeout: the
+// thread keeps its processor while it waits (the caller reserves one for
+// the rest of the process). An interrupted wait returns EINTR (most
+// likely the scheduler asking for the processor: the caller should
+// yield); a timeout is not an error.
+func (r *Ring) WaitNonblocking(wait uint32, timeout *unix.Timespec) error {
+	n := r.flush()
+	if r.Ready() >= wait {
+		wait = 0
+	}
+	arg := getEventsArg{Ts: uint64(uintptr(unsafe.Pointer(timeout)))}
+	flags := uintptr(enterGetEvents | enterExtArg)
+	_, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(n), uintptr(wait), flags,
+		uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	switch errno {
+	case 0, unix.ETIME:
+		return nil
+	}
+	return errno
+}
+
 // Ready is the number of completions waiting to be consumed.
 func (r *Ring) Ready() uint32 { return atomic.LoadUint32(r.cqTail) - *r.cqHead }
 
