@@ -1,0 +1,62 @@
+#!/bin/sh
+# compare.sh: two builds' servers against the kernel floor, in one sitting,
+# with one client: each round measures `volanogo floor`, then runs the
+# loopback test against a fresh `serve` of each build (alternating which
+# goes first), the client always the first build's `load`. Prints each
+# run's server CPU per message and its ratio to the round's floor, then the
+# medians. Before/after figures of a server change come from here: the
+# client is the same binary on both sides (a faster client lets a server
+# batch more, so a client change would count as the server's).
+#
+#   bench/server/compare.sh NEW OLD                  # 15 rooms x 200, epoll, 3 rounds
+#   ROOMS=475 COUNT=10 CLIENT_ENGINE=goroutine ROUNDS=5 bench/server/compare.sh NEW OLD
+#   SERVE_ARGS="--loops 2" bench/server/compare.sh NEW NEW   # a flag against the default
+#
+# NEW and OLD are volanogo binaries (go build -o ... ./cmd/volanogo at each
+# commit). SERVE_ARGS goes to the first build's serve only; ENGINE is the
+# server engine (epoll).
+set -eu
+if [ $# -ne 2 ]; then
+	echo "usage: compare.sh NEW OLD (volanogo binaries)" >&2
+	exit 2
+fi
+new=$1
+old=$2
+rooms=${ROOMS:-15}
+count=${COUNT:-200}
+rounds=${ROUNDS:-3}
+ce=${CLIENT_ENGINE:-epoll}
+engine=${ENGINE:-epoll}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/compare.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# field NAME: the number after "NAME": in the JSON on standard input.
+field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
+
+# run BIN ARGS: one run's server µs per message against BIN's serve.
+run() {
+	bin=$1
+	shift
+	"$new" load --server-cmd "$bin serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $engine $*" \
+		-rooms "$rooms" -count "$count" -runs 1 --engine "$ce" --json --quiet -file "" 2>/dev/null |
+		field server_cpu_per_msg_us
+}
+
+echo "$rooms rooms x $count, client $new --engine $ce, server --engine $engine; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+: >"$tmp/rows"
+for r in $(seq "$rounds"); do
+	f=$("$new" floor --rooms "$rooms" --count "$count" --json | field server_cpu_per_message_us)
+	if [ $((r % 2)) = 1 ]; then
+		a=$(run "$new" "${SERVE_ARGS:-}")
+		b=$(run "$old")
+	else
+		b=$(run "$old")
+		a=$(run "$new" "${SERVE_ARGS:-}")
+	fi
+	echo "$f $a $b" | awk '{ print $2 / $1, $3 / $1 }' >>"$tmp/rows"
+	echo "$f $a $b" | awk -v r="$r" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+		'{ printf "round %s: floor %.2f us; new %.2f us, %.3f; old %.2f us, %.3f (load %s)\n", r, $1, $2, $2 / $1, $3, $3 / $1, l }'
+done
+for col in 1 2; do
+	sort -g -k"$col" "$tmp/rows" | awk -v c="$col" '{ v[NR] = $c } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+done | paste -sd' ' | awk '{ printf "median server CPU per message / the floor: new %.3f, old %.3f\n", $1, $2 }'
