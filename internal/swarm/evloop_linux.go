@@ -27,9 +27,9 @@ import (
 // they are not timed.
 //
 // A paced user's sends are timers of its loop: a heap of the users' next
-// sends, the earliest of which bounds epoll_wait's wait (in milliseconds:
-// a send is at most a millisecond late, and the scheduled latency counts
-// it). The loop sends each chat when its time comes, as the goroutine
+// sends, the earliest of which bounds epoll_wait's wait (to the
+// nanosecond with epoll_pwait2; a send's lateness counts in the scheduled
+// latency). The loop sends each chat when its time comes, as the goroutine
 // engine's sender does, and makes its users leave their rooms when the run
 // has drained (the engine's leave).
 //
@@ -139,6 +139,9 @@ func newEvLoop() (*evLoop, error) {
 	}
 	return &evLoop{epfd: epfd, wakefd: wakefd}, nil
 }
+
+// noPwait2 is set once the kernel has said it has no epoll_pwait2.
+var noPwait2 atomic.Bool
 
 // evWake is the event data of a loop's eventfd (a user's is its index).
 const evWake = -1
@@ -305,9 +308,29 @@ func (l *evLoop) run() {
 // restarted), and the loop yields. The loops are fewer than the
 // processors Go may use (Spec.Loops' default is half), so that the run's
 // other goroutines have a P.
-func (l *evLoop) wait(events []unix.EpollEvent, msec int) (int, error) {
-	n, _, errno := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-		uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+//
+// A wait with an end is epoll_pwait2's, to the nanosecond (Linux 5.11),
+// so that a paced send is not late by the rounding of epoll_wait's
+// milliseconds; epoll_pwait's, rounded up, on an older kernel.
+func (l *evLoop) wait(events []unix.EpollEvent, ns int64) (int, error) {
+	var n uintptr
+	errno := syscall.ENOSYS
+	if ns >= 0 && !noPwait2.Load() {
+		ts := unix.NsecToTimespec(ns)
+		n, _, errno = syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT2, uintptr(l.epfd),
+			uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
+		if errno == syscall.ENOSYS {
+			noPwait2.Store(true)
+		}
+	}
+	if errno == syscall.ENOSYS {
+		msec := -1
+		if ns >= 0 {
+			msec = int(min((ns+int64(time.Millisecond)-1)/int64(time.Millisecond), math.MaxInt32))
+		}
+		n, _, errno = syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+			uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+	}
 	switch errno {
 	case 0:
 		return int(n), nil
@@ -318,17 +341,13 @@ func (l *evLoop) wait(events []unix.EpollEvent, msec int) (int, error) {
 	return 0, os.NewSyscallError("epoll_pwait", errno)
 }
 
-// timeout is epoll_wait's: until the next send (rounded up to the
-// millisecond), or none.
-func (l *evLoop) timeout() int {
+// timeout is the wait's, in nanoseconds: until the next send, or none
+// (-1).
+func (l *evLoop) timeout() int64 {
 	if len(l.timers) == 0 {
 		return -1
 	}
-	d := l.timers[0].next - nanotime()
-	if d <= 0 {
-		return 0
-	}
-	return int(min((d+int64(time.Millisecond)-1)/int64(time.Millisecond), math.MaxInt32))
+	return max(l.timers[0].next-nanotime(), 0)
 }
 
 // notified acts on the engine's flags: the start of the timed phase,
