@@ -11,6 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The buffers TestSendRecvCancel lends the kernel, package-level so that they
+// stay put.
+var (
+	recvBuffer [16]byte
+	sendBuffer [5]byte
+)
+
 func TestSendRecvCancel(t *testing.T) {
 	r, err := New(4)
 	if err != nil && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) || errors.Is(err, ErrNoExtArg)) {
@@ -23,8 +30,12 @@ func TestSendRecvCancel(t *testing.T) {
 	defer unix.Close(fds[0])
 	defer unix.Close(fds[1])
 
-	in := make([]byte, 16)
-	out := []byte("hello")
+	// The kernel reads and writes these after the calls that hand them over
+	// return, so they must not live on the goroutine's stack, which may move
+	// (escape analysis kept a local make([]byte, 16) there).
+	in, out := recvBuffer[:], sendBuffer[:]
+	clear(in)
+	copy(out, "hello")
 	got := map[uint64]int32{}
 	ts := unix.NsecToTimespec(100e6)
 	wait := func(n int) {
