@@ -158,9 +158,7 @@ func dialOutsider(t *testing.T, addr, room, name string, rcvbuf int) *outsider {
 	d := net.Dialer{}
 	if rcvbuf > 0 {
 		d.Control = func(_, _ string, rc syscall.RawConn) error {
-			return rc.Control(func(fd uintptr) {
-				_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf)
-			})
+			return rc.Control(func(fd uintptr) { setReceiveBuffer(fd, rcvbuf) })
 		}
 	}
 	c, err := d.Dial("tcp", addr)
