@@ -82,7 +82,9 @@ func testOpenFilesExhaustion(t *testing.T) {
 
 	// Descriptors freed: the very first new connection is served (the
 	// reserve was taken back on the accept loop's next pass, not left
-	// gone after a failed reopen).
+	// gone after a failed reopen; and the accept that the last failed
+	// pass makes with the reserve let go, which may still be waiting,
+	// serves it rather than refuses it).
 	for _, c := range held {
 		c.Close()
 	}

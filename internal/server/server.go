@@ -690,8 +690,9 @@ func (a *acceptor) loop() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			a.acceptFailed(err)
-			continue
+			if nc = a.acceptFailed(err); nc == nil {
+				continue
+			}
 		}
 		if s.cfg.MaxConnections > 0 && s.counters.open.Load() >= int64(s.cfg.MaxConnections) {
 			s.refuse(ReasonMaxConns, nc.RemoteAddr().String())
@@ -722,7 +723,10 @@ func (a *acceptor) loop() {
 	}
 }
 
-func (a *acceptor) acceptFailed(err error) {
+// acceptFailed deals with a failed accept; at the open-files limit it
+// may accept a waiting connection itself, and returns it when it is to be
+// served after all.
+func (a *acceptor) acceptFailed(err error) net.Conn {
 	s := a.s
 	kind := "other"
 	switch {
@@ -735,12 +739,12 @@ func (a *acceptor) acceptFailed(err error) {
 	if kind == "other" {
 		s.log.Warn("accept failed", "err", err)
 		time.Sleep(5 * time.Millisecond)
-		return
+		return nil
 	}
 	s.logOutOfFiles(err)
 	if a.reserve == nil {
 		time.Sleep(10 * time.Millisecond)
-		return
+		return nil
 	}
 	// Give a waiting client an answer now rather than leave it in the
 	// backlog: free the reserved descriptor, accept, close. The next pass
@@ -751,17 +755,28 @@ func (a *acceptor) acceptFailed(err error) {
 	a.releaseReserve()
 	dl, canPoll := a.ln.(interface{ SetDeadline(time.Time) error })
 	if !canPoll {
-		return
+		return nil
 	}
 	_ = dl.SetDeadline(time.Now().Add(time.Millisecond))
 	nc, err := a.ln.Accept()
 	_ = dl.SetDeadline(time.Time{})
 	if err != nil {
 		time.Sleep(10 * time.Millisecond) // nobody waiting: do not spin
-		return
+		return nil
+	}
+	// Descriptors may have been freed since accept failed (the accept
+	// above can outlast its millisecond on a busy machine, and the client
+	// may have come after the shortage): if the reserve can be taken back,
+	// there is room, and this connection is served (by a goroutine on
+	// every engine, as one that finds no descriptor to spare), not
+	// refused.
+	a.holdReserve()
+	if a.reserve != nil {
+		return nc
 	}
 	s.refuse(ReasonOpenFiles, nc.RemoteAddr().String())
 	_ = nc.Close()
+	return nil
 }
 
 func (s *Server) logOutOfFiles(err error) {
