@@ -288,11 +288,11 @@ func (u *user) roomOrder(k int64) {
 
 // stormMissing counts the chats of sender s that u should have had (sent
 // while u was in its room) and did not, with the first of them.
-func (u *user) stormMissing(s *user, l *senderLog) (missing, firstMissing int64) {
+func (u *user) stormMissing(i int, s *user, l *senderLog) (missing, firstMissing int64) {
 	for j := 1; j < len(s.storm.sendTimes); j++ {
 		t := s.storm.sendTimes[j].Load()
 		first := s.storm.firstArrivals[j].Load()
-		if t <= 0 || (first == 0 && s.storm.droppedAfter(t)) || !u.storm.expects(t, first) || l.has(int64(j)) {
+		if t <= 0 || (first == 0 && s.storm.droppedAfter(t)) || !u.storm.expects(i, int64(j), t) || l.has(int64(j)) {
 			continue
 		}
 		if missing == 0 {
@@ -379,7 +379,7 @@ func (rs *runState) integrity(ranToEnd bool) *results.Integrity {
 					continue
 				}
 				if u.storm != nil {
-					m, first := u.stormMissing(s, &l.from[i])
+					m, first := u.stormMissing(i, s, &l.from[i])
 					missing += m
 					if m > 0 && lostExample == "" {
 						lostExample = fmt.Sprintf("%s never received chat %d of Mark%d, sent while it was in the room", u, first, i+1)

@@ -26,21 +26,23 @@ import (
 // was in its room. A receiver that stays to the end must have every chat
 // sent while it was in the room. Of the chats sent during a stay that ended
 // in a drop, a receiver must have those the server had surely delivered to
-// it: those that first reached the room at least dropGuard before the
-// latest first arrival of a chat the receiver did read in that stay (a
-// server relays a room's chats in order, give or take the guard). What it
-// had not read when it dropped may have been in its socket, discarded by
-// its own close: not the server's loss. Nor is a chat that reached no one,
-// sent by a user who then dropped (droppedAfter).
-
-// dropGuard is how far apart two chats of a room may reach a user out of
-// the order in which they first reached the room.
-const dropGuard = 100 * time.Millisecond
+// it: each chat of a sender before a later chat of the same sender that
+// the receiver did read in that stay (a server relays each sender's chats
+// in order, and so does TCP). What it had not read when it dropped may
+// have been in its socket, discarded by its own close: not the server's
+// loss. Nor is a chat that reached no one, sent by a user who then dropped
+// (droppedAfter). (An earlier rule compared first arrivals across senders
+// with a 100 ms guard: on a loaded machine, where one reader runs behind
+// the others by more than the guard, it counted chats still in a socket as
+// lost.)
 
 // stay is a time a user was in its room: from (nanotime; 0 for the set-up)
-// to to (0: to the end); horizon is the latest first arrival in the room of
-// a chat the user read during it.
-type stay struct{ from, to, horizon int64 }
+// to to (0: to the end); last[i] is the latest chat of the room's user i+1
+// that the user read during it.
+type stay struct {
+	from, to int64
+	last     []int64
+}
 
 // stormUser is a user's part of a storm.
 type stormUser struct {
@@ -271,16 +273,16 @@ func (u *user) connectFresh(ctx context.Context) (*link, error) {
 	return u.connect(ctx)
 }
 
-// expects reports whether the user should have received a chat sent at
-// sent that first reached the room at first (0: never): sent during a
-// stay to the end, or during a stay that ended in a drop, if a chat the
-// user read in it first reached the room dropGuard after this one.
-func (st *stormUser) expects(sent, first int64) bool {
+// expects reports whether the user should have received chat j of the
+// room's user i+1, sent at sent: sent during a stay to the end, or during a
+// stay that ended in a drop, if the user read a later chat of that sender
+// in it.
+func (st *stormUser) expects(i int, j, sent int64) bool {
 	for _, s := range st.stays {
 		if sent < s.from || (s.to != 0 && sent >= s.to) {
 			continue
 		}
-		if s.to == 0 || (first > 0 && first+int64(dropGuard) <= s.horizon) {
+		if s.to == 0 || (i < len(s.last) && s.last[i] > j) {
 			return true
 		}
 	}
@@ -300,11 +302,15 @@ func (st *stormUser) droppedAfter(t int64) bool {
 	return false
 }
 
-// read notes that the user read a chat that first reached the room at
-// first.
-func (st *stormUser) read(first int64) {
+// read notes that the user read chat j of the room's user i+1 (of n).
+func (st *stormUser) read(i, n int, j int64) {
 	s := &st.stays[len(st.stays)-1]
-	s.horizon = max(s.horizon, first)
+	if s.last == nil {
+		s.last = make([]int64, n)
+	}
+	if i < len(s.last) {
+		s.last[i] = max(s.last[i], j)
+	}
 }
 
 // arrived records that chat j of this sender reached a user at now.

@@ -767,3 +767,30 @@ func TestStormShare(t *testing.T) {
 	assert.Zero(t, d.Integrity.Lost)
 	assert.Equal(t, int64(8*40)-d.Storm.MissedSends, d.Counts.Sent, "count is the scheduled chats, the missed ones included")
 }
+
+// TestStormLoss: a chat the server loses before the storm, followed in the
+// same stay by later chats of its sender, is lost; what a dropped user had
+// not read when it closed is not.
+func TestStormLoss(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	var dropped atomic.Bool
+	p := newProxy(t, s.Addr().String(), func(conn int, f protocol.Frame) [][]byte {
+		if conn == 1 && isChatIndication(f) && dropped.CompareAndSwap(false, true) {
+			return nil
+		}
+		return [][]byte{copyRaw(f)}
+	})
+	cfg := tcpConfig(p.addr())
+	cfg.Scenario = results.ScenarioStorm
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 1, 3, 0, 50*time.Millisecond
+	cfg.Duration, cfg.StormAt = 2*time.Second, time.Second
+	cfg.StrictOrder = false
+	cfg.SLO = time.Minute
+	d := runExpectFailure(t, cfg)
+	require.True(t, dropped.Load(), "the proxy dropped a chat")
+	f := failure(d, results.FailLost)
+	require.NotNil(t, f, "%+v", d.Failures)
+	assert.Equal(t, int64(1), f.Count)
+	assert.Regexp(t, `^1 chats lost: Mark\d in Room1 never received chat 1 of Mark\d, sent while it was in the room$`, f.Example)
+}

@@ -416,9 +416,7 @@ func (u *user) stormArrival(s, j, now int64) {
 	r := u.r
 	sender := r.users[s-1].storm
 	sender.arrived(j, now)
-	if j < int64(len(sender.firstArrivals)) {
-		u.storm.read(sender.firstArrivals[j].Load())
-	}
+	u.storm.read(int(s-1), len(r.users), j)
 	if st := u.storm; st.rejoinedAt > 0 && st.recoveredAt == 0 {
 		// Recovered: a chat sent after this user's return.
 		if j < int64(len(sender.sendTimes)) && sender.sendTimes[j].Load() > st.rejoinedAt {
