@@ -85,8 +85,9 @@ Once listening it prints one line on stdout:
   volanogo serve listening: chat=ADDR ws=ADDR metrics=ADDR
 and logs to stderr. SIGINT or SIGTERM drains it: it stops accepting, lets each
 connection's queued packets go out, closes it cleanly (FIN; a WebSocket gets a
-going-away close) and waits for the clients to close, at most --drain-timeout,
-then exits 0. A second signal ends it at once.`,
+going-away close) and gives each client a second to have its packets and close;
+the whole drain lasts at most --drain-timeout, then it exits 0. A second signal
+ends it at once.`,
 		Example: `  # The server of the Volano Report's loopback test
   volanogo serve
 
@@ -117,7 +118,7 @@ then exits 0. A second signal ends it at once.`,
 	f.DurationVar(&o.accessTimeout, "access-timeout", server.DefaultAccessTimeout, "time a new connection has to deliver its whole Access request (0: no limit)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "send a Ping to a client silent this long, close it one timeout later (0: off)")
 	f.DurationVar(&o.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "time a WebSocket upgrade request has to arrive")
-	f.DurationVar(&o.drainTimeout, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM or SIGINT, longest wait for connections to close before closing them at once")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM or SIGINT, longest the drain lasts (each connection gets a second to take its packets and close) before the rest are closed at once")
 	f.IntVar(&o.sendBuffer, "send-buffer", server.DefaultSendBuffer, "bytes that may wait for one slow client (queued or in an unfinished write) before it is closed as a slow consumer")
 	f.IntVar(&o.socketSendBuffer, "socket-send-buffer", server.DefaultSocketSendBuffer, "each connection's kernel send buffer, SO_SNDBUF (0: the kernel autotunes it)")
 	f.IntVar(&o.maxPacket, "max-packet", 64<<10, "largest incoming packet, in bytes")
