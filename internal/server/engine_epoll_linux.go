@@ -86,11 +86,9 @@ const (
 // raw non-blocking socket (what the accept loop, protocol.Reader and
 // closeLocked see) and the state its loop keeps for it.
 type evSock struct {
-	fd     int
-	remote *net.TCPAddr
-	state  atomic.Int32
-	c      *conn
-	loop   *evLoop
+	rawSock
+	c    *conn
+	loop *evLoop
 
 	// Owned by the loop.
 	budget   int   // reads left in this wake-up
@@ -135,73 +133,11 @@ func (k *evSock) Read(p []byte) (int, error) {
 	}
 }
 
-// Write writes what the socket takes now; the server writes through
-// tryWrite and its loop, never through this.
-func (k *evSock) Write(p []byte) (int, error) {
-	n, err := writeNonblock(uintptr(k.fd), p)
-	if err == nil && n < len(p) {
-		err = errWouldBlock
-	}
-	return n, err
-}
-
 // Close closes a socket no loop has; for one a loop has, it shuts the
 // socket down (the client sees the close now) and tells the loop, which
 // closes the descriptor once the connection is finished. For a tracked
 // connection it is called under conn.mu (closeLocked).
-func (k *evSock) Close() error {
-	for {
-		switch k.state.Load() {
-		case sockLoose:
-			if k.state.CompareAndSwap(sockLoose, sockClosed) {
-				return unix.Close(k.fd)
-			}
-		case sockAttached:
-			if k.state.CompareAndSwap(sockAttached, sockClosing) {
-				err := unix.Shutdown(k.fd, unix.SHUT_RDWR)
-				k.post()
-				return err
-			}
-		default:
-			return nil
-		}
-	}
-}
-
-// CloseWrite sends a FIN (conn.shutdownWriteLocked, under conn.mu).
-func (k *evSock) CloseWrite() error {
-	if k.state.Load() >= sockClosing {
-		return nil
-	}
-	return unix.Shutdown(k.fd, unix.SHUT_WR)
-}
-
-func (k *evSock) SetNoDelay(on bool) error {
-	v := 0
-	if on {
-		v = 1
-	}
-	return unix.SetsockoptInt(k.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
-}
-
-func (k *evSock) SetWriteBuffer(n int) error {
-	return unix.SetsockoptInt(k.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, n)
-}
-
-func (k *evSock) LocalAddr() net.Addr {
-	sa, err := unix.Getsockname(k.fd)
-	if err != nil {
-		return &net.TCPAddr{}
-	}
-	return sockaddrTCP(sa)
-}
-
-func (k *evSock) RemoteAddr() net.Addr { return k.remote }
-
-// The loop keeps the deadlines; these are not used.
-func (k *evSock) SetDeadline(time.Time) error      { return nil }
-func (k *evSock) SetReadDeadline(time.Time) error  { return nil }
-func (k *evSock) SetWriteDeadline(time.Time) error { return nil }
+func (k *evSock) Close() error { return k.close(k.post) }
 
 func sockaddrTCP(sa unix.Sockaddr) *net.TCPAddr {
 	switch a := sa.(type) {
@@ -298,28 +234,9 @@ func (s *Server) engineAccept(ln net.Listener) func() (net.Conn, error) {
 	if s.Engine() != EngineEpoll || !ok || s.startEngine() == nil {
 		return ln.Accept
 	}
-	return func() (net.Conn, error) {
-		nc, err := tl.AcceptTCP()
-		if err != nil {
-			return nil, err
-		}
-		// The socket leaves Go's poller: a duplicate of its descriptor
-		// (sharing the non-blocking file description) stays, the
-		// original is closed. Without a descriptor to spare (at the
-		// open-files limit) the connection is served by a goroutine.
-		rc, err := nc.SyscallConn()
-		if err != nil {
-			return nc, nil
-		}
-		fd := -1
-		_ = rc.Control(func(s uintptr) { fd, _ = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) })
-		if fd < 0 {
-			return nc, nil
-		}
-		remote, _ := nc.RemoteAddr().(*net.TCPAddr)
-		_ = nc.Close()
-		return &evSock{fd: fd, remote: remote, slot: -1}, nil
-	}
+	return acceptRaw(tl, func(fd int, remote *net.TCPAddr) net.Conn {
+		return &evSock{rawSock: rawSock{fd: fd, remote: remote}, slot: -1}
+	})
 }
 
 // startEngine starts the loops once; nil if they cannot be (logged: the

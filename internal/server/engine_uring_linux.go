@@ -129,11 +129,9 @@ const (
 // the raw socket that the accept loop, protocol.Reader and closeLocked
 // see, and the state its loop keeps for it.
 type urSock struct {
-	fd     int
-	remote *net.TCPAddr
-	state  atomic.Int32 // sockLoose ... sockClosed, as evSock's
-	c      *conn
-	loop   *urLoop
+	rawSock
+	c    *conn
+	loop *urLoop
 
 	// Owned by the loop.
 	slot      int32 // index in loop.slots; -1 before register and after release
@@ -178,73 +176,11 @@ func (k *urSock) Read(p []byte) (int, error) {
 	return 0, errWouldBlock
 }
 
-// Write writes what the socket takes now; the server writes through
-// tryWrite and its loop, never through this.
-func (k *urSock) Write(p []byte) (int, error) {
-	n, err := writeNonblock(uintptr(k.fd), p)
-	if err == nil && n < len(p) {
-		err = errWouldBlock
-	}
-	return n, err
-}
-
 // Close closes a socket no loop has; for one a loop has, it shuts the
 // socket down (which completes its recv and poll) and tells the loop,
 // which closes the descriptor once no request uses it. For a tracked
 // connection it is called under conn.mu (closeLocked).
-func (k *urSock) Close() error {
-	for {
-		switch k.state.Load() {
-		case sockLoose:
-			if k.state.CompareAndSwap(sockLoose, sockClosed) {
-				return unix.Close(k.fd)
-			}
-		case sockAttached:
-			if k.state.CompareAndSwap(sockAttached, sockClosing) {
-				err := unix.Shutdown(k.fd, unix.SHUT_RDWR)
-				k.post()
-				return err
-			}
-		default:
-			return nil
-		}
-	}
-}
-
-// CloseWrite sends a FIN (conn.shutdownWriteLocked, under conn.mu).
-func (k *urSock) CloseWrite() error {
-	if k.state.Load() >= sockClosing {
-		return nil
-	}
-	return unix.Shutdown(k.fd, unix.SHUT_WR)
-}
-
-func (k *urSock) SetNoDelay(on bool) error {
-	v := 0
-	if on {
-		v = 1
-	}
-	return unix.SetsockoptInt(k.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
-}
-
-func (k *urSock) SetWriteBuffer(n int) error {
-	return unix.SetsockoptInt(k.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, n)
-}
-
-func (k *urSock) LocalAddr() net.Addr {
-	sa, err := unix.Getsockname(k.fd)
-	if err != nil {
-		return &net.TCPAddr{}
-	}
-	return sockaddrTCP(sa)
-}
-
-func (k *urSock) RemoteAddr() net.Addr { return k.remote }
-
-// The loop keeps the deadlines; these are not used.
-func (k *urSock) SetDeadline(time.Time) error      { return nil }
-func (k *urSock) SetReadDeadline(time.Time) error  { return nil }
-func (k *urSock) SetWriteDeadline(time.Time) error { return nil }
+func (k *urSock) Close() error { return k.close(k.post) }
 
 // attachConn makes c the connection of k (newTCPConn) and picks its
 // loop, before the connection is tracked.
@@ -438,24 +374,9 @@ func (s *Server) resolveEngine() error {
 // descriptor stays); without a descriptor to spare the connection is
 // served by a goroutine.
 func (s *Server) urAccept(tl *net.TCPListener) func() (net.Conn, error) {
-	return func() (net.Conn, error) {
-		nc, err := tl.AcceptTCP()
-		if err != nil {
-			return nil, err
-		}
-		rc, err := nc.SyscallConn()
-		if err != nil {
-			return nc, nil
-		}
-		fd := -1
-		_ = rc.Control(func(s uintptr) { fd, _ = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) })
-		if fd < 0 {
-			return nc, nil
-		}
-		remote, _ := nc.RemoteAddr().(*net.TCPAddr)
-		_ = nc.Close()
-		return &urSock{fd: fd, remote: remote, slot: -1}, nil
-	}
+	return acceptRaw(tl, func(fd int, remote *net.TCPAddr) net.Conn {
+		return &urSock{rawSock: rawSock{fd: fd, remote: remote}, slot: -1}
+	})
 }
 
 // urServe hands a tracked connection to its loop.
