@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -633,24 +634,59 @@ type Environment struct {
 
 // CommandLine is a client command line as a shell reads it. When N is set,
 // the line stands for one line per value of N, "N" in Command standing for
-// the value.
+// the value. When Vars is set, the line stands for lines that differ in
+// several arguments, each named in Command by its variable (the flag before
+// it upper-cased: "-rooms ROOMS"), the values of line i being the i-th of
+// each variable's.
 type CommandLine struct {
-	Command string   `json:"command"`
-	N       []string `json:"n,omitempty"`
+	Command string        `json:"command"`
+	N       []string      `json:"n,omitempty"`
+	Vars    []CommandVars `json:"vars,omitempty"`
 }
 
-// Values is "N = 15, 30, 45" or "".
+// CommandVars is one variable of a collapsed command line and its value in
+// each of the lines it stands for.
+type CommandVars struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
+}
+
+// Values is "N = 15, 30, 45", "ROOMS = 15, 475; RUN-ID = r1, …, r6 (6
+// values)" or "".
 func (c CommandLine) Values() string {
-	if len(c.N) == 0 {
-		return ""
+	if len(c.N) > 0 {
+		return "N = " + strings.Join(c.N, ", ")
 	}
-	return "N = " + strings.Join(c.N, ", ")
+	parts := make([]string, 0, len(c.Vars))
+	for _, v := range c.Vars {
+		parts = append(parts, v.Name+" = "+summarizeValues(v.Values))
+	}
+	return strings.Join(parts, "; ")
 }
 
-// Text is the command line followed by the values of N.
+// summarizeValues lists the distinct values in order of first appearance,
+// or, when there are more than four, the first, an ellipsis, the last and
+// how many.
+func summarizeValues(vals []string) string {
+	var distinct []string
+	seen := map[string]bool{}
+	for _, v := range vals {
+		if !seen[v] {
+			seen[v] = true
+			distinct = append(distinct, v)
+		}
+	}
+	if len(distinct) <= 4 {
+		return strings.Join(distinct, ", ")
+	}
+	return fmt.Sprintf("%s, …, %s (%d values)", distinct[0], distinct[len(distinct)-1], len(distinct))
+}
+
+// Text is the command line followed by the values of its variables.
 func (c CommandLine) Text() string {
-	if len(c.N) == 0 {
+	v := c.Values()
+	if v == "" {
 		return c.Command
 	}
-	return c.Command + "   (" + c.Values() + ")"
+	return c.Command + "   (" + v + ")"
 }

@@ -859,9 +859,11 @@ func letter(i int) string {
 }
 
 // collapseCommands lists the distinct client command lines of docs, in
-// order of first appearance; lines that differ in one argument only (a
+// order of first appearance. Lines that differ in one argument only (a
 // sweep: -rooms 15, -rooms 30, …) become one line with that argument as N
-// and its values after it.
+// and its values after it. Lines that differ in a few values (a script's
+// runs: -rooms, -count, --run-id and -o change together) become one line
+// with a variable for each, named after its flag.
 func collapseCommands(docs []*results.Document) []CommandLine {
 	var argvs [][]string
 	seen := map[string]bool{}
@@ -881,43 +883,108 @@ func collapseCommands(docs []*results.Document) []CommandLine {
 		if used[i] {
 			continue
 		}
-		bestPos, bestGroup := -1, []int{i}
-		for pos := range a {
-			group := []int{i}
-			for j := i + 1; j < len(argvs); j++ {
-				if !used[j] && differsOnlyAt(a, argvs[j], pos) {
-					group = append(group, j)
-				}
-			}
-			if len(group) > len(bestGroup) {
-				bestPos, bestGroup = pos, group
-			}
-		}
-		if bestPos < 0 {
-			used[i] = true
-			out = append(out, CommandLine{Command: shellJoin(a)})
+		if c, ok := collapseValues(argvs, used, i); ok {
+			out = append(out, c)
 			continue
 		}
-		var vals []string
-		for _, j := range bestGroup {
-			used[j] = true
-			vals = append(vals, argvs[j][bestPos])
-		}
-		argv := slices.Clone(a)
-		argv[bestPos] = "N"
-		out = append(out, CommandLine{Command: shellJoin(argv), N: vals})
+		used[i] = true
+		out = append(out, CommandLine{Command: shellJoin(a)})
 	}
 	return out
 }
 
-func differsOnlyAt(a, b []string, pos int) bool {
-	if len(a) != len(b) {
-		return false
+// flagOf is the flag of an argument: "-rooms" of "-rooms" and of
+// "-rooms=15", "" of a value (which may be negative: "-1" is a value).
+func flagOf(arg string) string {
+	if len(arg) < 2 || arg[0] != '-' || arg[1] >= '0' && arg[1] <= '9' || arg[1] == '.' {
+		return ""
 	}
-	for i := range a {
-		if (a[i] == b[i]) != (i != pos) {
-			return false
+	flag, _, _ := strings.Cut(arg, "=")
+	return flag
+}
+
+// maxCommandVars is how many arguments lines may differ in and still be
+// shown as one.
+const maxCommandVars = 4
+
+// collapseValues gathers the unused lines after argvs[i] that differ from
+// it only in the values of at most maxCommandVars arguments (never in a
+// flag), and makes them one line: with N for the argument when there is
+// one, with a variable per argument when there are more; false when no
+// other line qualifies.
+func collapseValues(argvs [][]string, used []bool, i int) (CommandLine, bool) {
+	a := argvs[i]
+	var positions []int
+	group := []int{i}
+	for j := i + 1; j < len(argvs); j++ {
+		b := argvs[j]
+		if used[j] || len(b) != len(a) {
+			continue
+		}
+		union := slices.Clone(positions)
+		ok := true
+		for k := range a {
+			if a[k] == b[k] {
+				continue
+			}
+			if f := flagOf(a[k]); f != flagOf(b[k]) || f != "" && (!strings.Contains(a[k], "=") || !strings.Contains(b[k], "=")) {
+				ok = false
+				break
+			}
+			if !slices.Contains(union, k) {
+				union = append(union, k)
+			}
+		}
+		if ok && len(union) <= maxCommandVars {
+			positions = union
+			group = append(group, j)
 		}
 	}
-	return true
+	if len(group) < 2 {
+		return CommandLine{}, false
+	}
+	slices.Sort(positions)
+	for _, j := range group {
+		used[j] = true
+	}
+	argv := slices.Clone(a)
+	if len(positions) == 1 {
+		pos := positions[0]
+		flag := flagOf(a[pos])
+		c := CommandLine{}
+		for _, j := range group {
+			c.N = append(c.N, strings.TrimPrefix(argvs[j][pos], flag+"="))
+		}
+		argv[pos] = "N"
+		if flag != "" {
+			argv[pos] = flag + "=N"
+		}
+		c.Command = shellJoin(argv)
+		return c, true
+	}
+	vars := make([]CommandVars, len(positions))
+	taken := map[string]bool{}
+	for n, pos := range positions {
+		flag, name := flagOf(a[pos]), ""
+		switch {
+		case flag != "":
+			name = strings.TrimLeft(flag, "-")
+		case pos > 0 && strings.HasPrefix(a[pos-1], "-") && !strings.Contains(a[pos-1], "="):
+			name = strings.TrimLeft(a[pos-1], "-")
+		}
+		name = strings.ToUpper(name)
+		if name == "" || taken[name] {
+			name = fmt.Sprintf("N%d", n+1)
+		}
+		taken[name] = true
+		argv[pos] = name
+		if flag != "" {
+			argv[pos] = flag + "=" + name
+		}
+		vars[n].Name = name
+		for _, j := range group {
+			vars[n].Values = append(vars[n].Values, strings.TrimPrefix(argvs[j][pos], flag+"="))
+		}
+	}
+	return CommandLine{Command: shellJoin(argv), Vars: vars}, true
 }
