@@ -430,9 +430,12 @@ func (g *Integrity) ReorderedShare() (float64, bool) {
 
 // Paced is the outcome of an open-loop step.
 type Paced struct {
-	ConcurrentUsers int64   `json:"concurrent_users"`
-	InPerSecond     float64 `json:"in_per_second"`  // chats sent by clients
-	OutPerSecond    float64 `json:"out_per_second"` // confirms + indications received
+	ConcurrentUsers int64 `json:"concurrent_users"`
+	// The rates count what was sent and read within the schedule's
+	// window (the duration, or count pauses), over that window: not the
+	// drain's deliveries.
+	InPerSecond  float64 `json:"in_per_second"`  // chats sent by clients
+	OutPerSecond float64 `json:"out_per_second"` // confirms + indications received
 	// Broken is set when the step broke: connections refused or dropped,
 	// messages lost, or p99 over the SLO. Reason says which.
 	Broken bool   `json:"broken"`

@@ -42,6 +42,7 @@ func TestEngineEpoll(t *testing.T) {
 		{"OutsideUsers", TestOutsideUsers},
 		{"FanoutDelayedReceiver", TestFanoutDelayedReceiver},
 		{"Paced", TestPaced},
+		{"PacedOutBehind", TestPacedOutBehind},
 		{"PacedCount", TestPacedCount},
 		{"PacedLoss", TestPacedLoss},
 		{"PacedDuplicate", TestPacedDuplicate},
@@ -197,4 +198,54 @@ func TestConfirmLowat(t *testing.T) {
 	_, err = s.Write(make([]byte, r.indSize[0]))
 	require.NoError(t, err)
 	assert.True(t, ready(), "a confirm and an indication")
+}
+
+// TestFireBehind: a loop behind its schedule sends at most fireBatch
+// chats a round, and only those due when the round began, so that it
+// goes back to its sockets between batches (it used to send until it had
+// caught up, and at 19,000 chats a second never read).
+func TestFireBehind(t *testing.T) {
+	cfg := tcpConfig("127.0.0.1:1")
+	cfg.Rooms, cfg.Users, cfg.Count = 1, 2, 0
+	cfg.Pause, cfg.Duration = time.Millisecond, time.Hour
+	spec := cfg.spec()
+	require.NoError(t, spec.normalize(cfg.Target))
+	rs, err := newRunState(&spec, cfg.Target)
+	require.NoError(t, err)
+	rs.base = nanotime() - int64(time.Second) // 1,000 chats behind each
+	rs.startTimeline(time.Now())
+	l := &evLoop{}
+	var peers []int
+	for _, u := range rs.rooms[0].users {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		require.NoError(t, err)
+		require.NoError(t, unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<20))
+		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+		peers = append(peers, fds[1])
+		u.l = &link{fd: fds[0], raw: true, onLoop: true, writeTimeout: time.Second}
+		c := &evConn{l: l, u: u, paced: true, hi: -1, next: rs.base}
+		l.push(c)
+	}
+	l.fire()
+	sent := int64(0)
+	for _, c := range l.timers {
+		sent += c.sent
+		assert.Less(t, c.next, nanotime(), "still behind")
+	}
+	assert.Equal(t, int64(fireBatch), sent, "one batch")
+	// Every chat sent reached its peer, whole.
+	n := 0
+	buf := make([]byte, 1<<16)
+	for i, fd := range peers {
+		m, err := unix.Read(fd, buf)
+		if err == unix.EAGAIN {
+			m = 0
+		} else {
+			require.NoError(t, err)
+		}
+		u := rs.rooms[0].users[i]
+		assert.Zero(t, m%len(u.chat))
+		n += m / len(u.chat)
+	}
+	assert.Equal(t, fireBatch, n)
 }

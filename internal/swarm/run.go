@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -26,7 +27,10 @@ type runState struct {
 	limit     *limiter
 	shards    []*histShard
 
-	base     int64 // nanotime of the timed start
+	base int64 // nanotime of the timed start
+	// window is the paced schedule's length (nanoseconds from base): the
+	// duration, or count pauses (see inWindow).
+	window   int64
 	timeline *results.TimelineRecorder
 	// timelineLive is timeline for Snapshot, which other goroutines call.
 	timelineLive atomic.Pointer[results.TimelineRecorder]
@@ -330,6 +334,15 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 
 	begin := time.Now()
 	rs.base = nanotime()
+	if rs.paced {
+		rs.window = math.MaxInt64
+		if spec.Duration > 0 {
+			rs.window = int64(spec.Duration)
+		}
+		if spec.Count > 0 {
+			rs.window = min(rs.window, int64(spec.Count)*int64(spec.Pause))
+		}
+	}
 	rs.startTimeline(begin)
 	if rs.stormRun != nil {
 		wg.Add(1)
@@ -620,18 +633,31 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 	doc.Derive()
 }
 
-// pacedOutcome is the step's result for a capacity sweep.
+// inWindow reports whether a paced send or read at now (nanotime) falls
+// within the schedule's window, which the rates in and out count.
+func (rs *runState) inWindow(now int64) bool { return now-rs.base < rs.window }
+
+// pacedOutcome is the step's result for a capacity sweep. Its rates are
+// what was sent and read within the schedule's window (the duration, or
+// count pauses), over that window: the drain's deliveries are not
+// counted, so that a run that fell behind its schedule shows the rate it
+// held, not the rate it was given.
 func pacedOutcome(rs *runState, doc *results.Document) *results.Paced {
 	// Users, not connections: a storm's reconnections are further
 	// connections of the same users.
 	p := &results.Paced{ConcurrentUsers: min(doc.Connections.Established, int64(len(rs.spec.Rooms)*rs.spec.Users))}
-	window := doc.ElapsedSeconds
-	if rs.spec.Duration > 0 && rs.spec.Duration.Seconds() < window {
-		window = rs.spec.Duration.Seconds()
+	var in, out int64
+	for _, r := range rs.rooms {
+		for _, u := range r.users {
+			in += u.sentIn
+			out += u.readIn
+		}
 	}
+	// A run that ended early (interrupted, aborted): over what it lasted.
+	window := min(time.Duration(rs.window).Seconds(), doc.ElapsedSeconds)
 	if window > 0 {
-		p.InPerSecond = float64(doc.Counts.Sent) / window
-		p.OutPerSecond = float64(doc.Counts.Received+doc.Counts.Confirms) / window
+		p.InPerSecond = float64(in) / window
+		p.OutPerSecond = float64(out) / window
 	}
 	p.Broken, p.Reason = doc.PacedVerdict(rs.spec.SLO)
 	return p

@@ -115,9 +115,41 @@ func TestPaced(t *testing.T) {
 	assert.Equal(t, d.Counts.Received, d.Latency[results.LatencyDelivery].Count)
 	assert.Equal(t, d.Counts.Received, d.Latency[results.LatencyDeliveryScheduled].Count)
 	assert.Equal(t, d.Counts.Sent, d.Latency[results.LatencyFanoutLast].Count, "one per broadcast")
-	assert.Greater(t, d.Paced.InPerSecond, 0.0)
-	assert.InDelta(t, 2*d.Paced.InPerSecond, d.Paced.OutPerSecond, 1e-9)
+	// The rates count what was sent and read within the 2 s: each chat's
+	// confirm and indication, except those of a chat sent as the window
+	// closed that arrived after it.
+	assert.InDelta(t, float64(d.Counts.Sent)/2, d.Paced.InPerSecond, 1.5)
+	assert.LessOrEqual(t, d.Paced.OutPerSecond, 2*d.Paced.InPerSecond)
+	assert.InDelta(t, 2*d.Paced.InPerSecond, d.Paced.OutPerSecond, 5)
 	assert.Zero(t, d.Score)
+}
+
+// TestPacedOutBehind: a receiver that falls behind the schedule gets the
+// rest of its chats in the drain; the rate out counts only what arrived
+// within the schedule's window (it used to count the drain's deliveries
+// over the window, as if the run had kept up).
+func TestPacedOutBehind(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	p := newProxy(t, s.Addr().String(), func(conn int, f protocol.Frame) [][]byte {
+		if conn == 0 && f.ID == protocol.IDChat {
+			// Mark1 takes 30 ms a packet: at 100 packets a second (50
+			// chats of Mark2's, 50 confirms of its own), a third of them.
+			time.Sleep(30 * time.Millisecond)
+		}
+		return [][]byte{copyRaw(f)}
+	})
+	cfg := tcpConfig(p.addr())
+	cfg.Rooms, cfg.Users, cfg.Count = 1, 2, 0
+	cfg.Pause, cfg.Duration = 20*time.Millisecond, time.Second
+	d := run(t, cfg)
+	require.NotNil(t, d.Integrity)
+	assert.Zero(t, d.Integrity.Lost, "late, not lost")
+	assert.Equal(t, 2*d.Counts.Sent, d.Counts.Received+d.Counts.Confirms, "everything arrived, in the drain")
+	require.NotNil(t, d.Paced)
+	assert.InDelta(t, 100, d.Paced.InPerSecond, 10)
+	assert.Less(t, d.Paced.OutPerSecond, 0.85*2*d.Paced.InPerSecond)
+	assert.Greater(t, d.Paced.OutPerSecond, 0.5*2*d.Paced.InPerSecond, "Mark2 kept up")
 }
 
 func TestPacedCount(t *testing.T) {

@@ -346,6 +346,9 @@ func (u *user) pacedFrame(f protocol.Frame) (done bool, err error) {
 	case protocol.IDChat:
 		if f.Type == protocol.Confirm {
 			u.confirms++
+			if r.rs.inWindow(nanotime()) {
+				u.readIn++
+			}
 			return false, nil
 		}
 		v, err := protocol.ParseChat(f.Body)
@@ -362,6 +365,9 @@ func (u *user) pacedFrame(f protocol.Frame) (done bool, err error) {
 			return false, nil
 		}
 		u.received++
+		if r.rs.inWindow(now) {
+			u.readIn++
+		}
 		if s == int64(u.num) {
 			u.ledger.corrupted++
 			r.rs.failures.Add(results.FailCorrupted, fmt.Sprintf("%s: a chat under its own name (%q)", u, v.Text), time.Now())
@@ -482,6 +488,9 @@ func (u *user) pacedSend(offset time.Duration) error {
 		}
 		sent++
 		now := u.publishSend(sent, next)
+		if rs.inWindow(now) {
+			u.sentIn++
+		}
 		if st != nil && sent < int64(len(st.sendTimes)) {
 			st.sendTimes[sent].Store(now)
 		}

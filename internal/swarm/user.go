@@ -158,6 +158,10 @@ type user struct {
 	// doneSending is set when the sender has sent (or, in a storm, missed)
 	// every scheduled chat.
 	doneSending atomic.Bool
+	// sentIn is the chats the sender sent within the schedule's window
+	// (its goroutine's or loop's), readIn the indications and confirms
+	// the reading side read within it (see runState.inWindow).
+	sentIn, readIn int64
 	// storm is the user's part of a storm (nil in other runs).
 	storm *stormUser
 }
