@@ -5,9 +5,10 @@
 # within a sitting, so only ratios to a floor measured alongside compare).
 #
 # Every round, at each size (rooms:count), it measures the floor
-# (`volanogo floor`), then runs `volanogo load` against a fresh
-# `volanogo serve` for every pair of server engine and client engine, and
-# prints per run: msg/s, server and client CPU per message, and their
+# (`volanogo floor`, whose timing includes Mark's exit phase as a run's
+# does; FLOOR_ARGS=--chat-only leaves it out, as floor.c does), then runs
+# `volanogo load` against a fresh `volanogo serve` for every pair of
+# server engine and client engine, and prints per run: msg/s, server and client CPU per message, and their
 # ratios to that round's floor (msg/s: the floor's share reached, higher is
 # better; CPU: 1.00 costs what the floor costs, lower is better). Then:
 #   - the medians of those ratios per size and pair;
@@ -25,6 +26,7 @@
 #   SIZES="15:20 950:1" ROUNDS=3 bench/engines.sh     # quicker
 #   CLIENT_ENGINES=epoll SERVER_ENGINES="goroutine epoll" bench/engines.sh
 #   OUT=results/engines bench/engines.sh              # where the documents go (default: a new /tmp directory)
+#   FLOOR_ARGS=--chat-only bench/engines.sh           # the floor without the exits, as floor.c
 #
 # The server engines default to those `volanogo serve --help` lists
 # (goroutine, epoll, and uring when this build has it). 950 rooms are 19,000
@@ -74,7 +76,8 @@ while [ "$r" -le "$rounds" ]; do
 		rooms=${size%:*}
 		count=${size#*:}
 		ff=$tmp/floor-$rooms-$r.json
-		if ! "$vg" floor --rooms "$rooms" --count "$count" --json >"$ff" 2>"$tmp/floor.err"; then
+		# shellcheck disable=SC2086 # FLOOR_ARGS are words
+		if ! "$vg" floor --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$ff" 2>"$tmp/floor.err"; then
 			echo "round $r, $rooms rooms: the floor failed:" >&2
 			tail -n 5 "$tmp/floor.err" >&2
 			continue
@@ -83,8 +86,10 @@ while [ "$r" -le "$rounds" ]; do
 		fs=$(field server_cpu_per_message_us <"$ff")
 		fc=$(field client_cpu_per_message_us <"$ff")
 		echo "$rooms $r $ft $fs $fc" >>"$tmp/floors"
-		printf '\nround %s, %s rooms x %s: floor %.0f msg/s, server %.2f us, client %.2f us per message (load average %s)\n' \
-			"$r" "$rooms" "$count" "$ft" "$fs" "$fc" "$(cut -d' ' -f1 /proc/loadavg)"
+		fx="chats only"
+		grep -q '"exits": *true' "$ff" && fx="with exits"
+		printf '\nround %s, %s rooms x %s: floor (%s) %.0f msg/s, server %.2f us, client %.2f us per message (load average %s)\n' \
+			"$r" "$rooms" "$count" "$fx" "$ft" "$fs" "$fc" "$(cut -d' ' -f1 /proc/loadavg)"
 		printf '%-22s %9s %6s %10s %7s %10s %7s\n' "server/client" "msg/s" "/floor" "server us" "/floor" "client us" "/floor"
 		for se in $SERVER_ENGINES; do
 			for ce in $clients; do

@@ -8,7 +8,9 @@
 # floor and the Go floor alternately, ROUNDS times each, epoll first and
 # io_uring after, and prints each round's server and client CPU per
 # message, then the medians and the Go/C ratio (of the medians, and the
-# median of the rounds' ratios): 1.00 is "costs what C costs".
+# median of the rounds' ratios): 1.00 is "costs what C costs". floor.c
+# stops after the chats, so the Go floor runs with --chat-only (without
+# Mark's exit phase, which it times by default).
 #
 #   bench/floor.sh                           # 15 rooms x 100, 475 rooms x 10, 3 rounds
 #   ROUNDS=5 SIZES="50:100" bench/floor.sh   # rooms:count pairs
@@ -45,7 +47,7 @@ cfloor() {
 	fi | sed -n 's|^server \([0-9.]*\) us/msg, client \([0-9.]*\) us/msg.*|\1 \2|p'
 }
 gofloor() {
-	"$tmp/volanogo" floor --engine "$1" --rooms "$2" --count "$3" |
+	"$tmp/volanogo" floor --chat-only --engine "$1" --rooms "$2" --count "$3" |
 		sed -n 's|.*server \([0-9.]*\) µs, client \([0-9.]*\) µs per message|\1 \2|p'
 }
 

@@ -27,6 +27,7 @@ type floorOptions struct {
 	rooms, users, count int
 	engine              string
 	json, child         bool
+	chatOnly            bool
 	stall               time.Duration
 }
 
@@ -39,9 +40,15 @@ func newFloorCmd(io *IO) *cobra.Command {
 machine: rooms x users loopback TCP connections, one server thread relaying
 each chat to the other users of its room, one client thread whose users take
 turns, both calling the kernel directly (epoll, or io_uring for the server)
-with nothing else: no protocol, no checks. It prints each side's CPU per
-counted message (sent + received, as Mark counts) and the messages per
-second. Any real server or client costs more; machines differ several times
+with nothing else: no protocol, no checks. Then, in the same timed phase,
+Mark's exit cascade: in each room user 1 sends ExitRoom and RoomList, the
+server sends the ExitRoom indication to those still in the room and the
+room list (the packets of a real run, encoded before the timing) to the
+leaver, user k leaves once the k-1 before it have, each user closes on its
+room list and the server closes on the end of file. --chat-only leaves the
+exits out (the pattern of the project's floor.c). It prints each side's CPU
+per counted message (sent + received, as Mark counts: the exits add CPU,
+not messages) and the messages per second. Any real server or client costs more; machines differ several times
 in the cost of a system call, so compare a server's CPU per message with the
 floor of the same machine, measured in the same sitting ('volanogo load
 --floor' records it in each result document, and 'volanogo report' shows
@@ -54,12 +61,13 @@ Exit status: 0 measured, 1 it failed (the reason is printed), 2 usage.`,
 		Example: `  volanogo floor                      # 50 rooms of 20, about 2,000,000 messages
   volanogo floor --rooms 15 --count 100
   volanogo floor --rooms 950 --count 5  # 19,000 connections: the clients in a child process
-  volanogo floor --engine uring --json`,
+  volanogo floor --engine uring --json
+  volanogo floor --rooms 15 --count 100 --chat-only   # as ../shared/bench/floor.c`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := runFloor(cmd.Context(), floor.Spec{
 				Rooms: o.rooms, Users: o.users, Count: o.count, Engine: o.engine,
-				Child: o.child, StallTimeout: o.stall,
+				Child: o.child, StallTimeout: o.stall, ChatOnly: o.chatOnly,
 			})
 			if err != nil {
 				return floorExit(err)
@@ -81,6 +89,7 @@ Exit status: 0 measured, 1 it failed (the reason is printed), 2 usage.`,
 	fl.IntVar(&o.users, "users", floor.DefaultUsers, "users per room (at least 2)")
 	fl.IntVar(&o.count, "count", 0, "messages each user sends (0: about 2,000,000 messages in all, at least 1 each)")
 	fl.StringVar(&o.engine, "engine", floor.EngineEpoll, "the server's: epoll or uring (io_uring)")
+	fl.BoolVar(&o.chatOnly, "chat-only", false, "leave out the exit phase: the timing ends with the last chat, as floor.c's")
 	fl.BoolVar(&o.json, "json", false, "print the floor as JSON (the result document's environment.floor entry)")
 	fl.BoolVar(&o.child, "child", false, "run the clients in a child process even when one process could hold both sides")
 	_ = fl.MarkHidden("child")
@@ -138,8 +147,11 @@ func loadFloor(w io.Writer, count int) func(ctx context.Context, rooms, users in
 // floorLines prints a floor as load's summary prints a run.
 func floorLines(w io.Writer, f results.Floor) {
 	where := ""
+	if !f.Exits {
+		where = ", chats only"
+	}
 	if f.ChildProcess {
-		where = ", clients in a child process"
+		where += ", clients in a child process"
 	}
 	fmt.Fprintf(w, "Kernel floor (%s%s): %d rooms, %d connections, %d messages of %d bytes in %.3f seconds\n",
 		f.Engine, where, f.Rooms, f.Connections, f.Messages, f.MessageBytes, f.ElapsedSeconds)

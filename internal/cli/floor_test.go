@@ -18,7 +18,7 @@ import (
 
 var testFloor = results.Floor{Engine: "epoll", Rooms: 15, Users: 20, Connections: 300, Count: 100,
 	Messages: 600000, MessageBytes: 80, ElapsedSeconds: 4, Throughput: 150000, ServerCPUSeconds: 3,
-	ClientCPUSeconds: 2.4, ServerCPUPerMessageMicros: 5, ClientCPUPerMessageMicros: 4,
+	ClientCPUSeconds: 2.4, ServerCPUPerMessageMicros: 5, ClientCPUPerMessageMicros: 4, Exits: true,
 	When: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
 
 // fakeFloor replaces the floor's engine for the test, recording its spec.
@@ -45,6 +45,14 @@ func TestFloorFlags(t *testing.T) {
 	code, _, _ = run(t, "floor")
 	require.Equal(t, 0, code)
 	assert.Equal(t, floor.Spec{Rooms: 50, Users: 20, Engine: "epoll", StallTimeout: floor.DefaultStallTimeout}, *spec)
+
+	chatOnly := testFloor
+	chatOnly.Exits = false
+	spec = fakeFloor(t, chatOnly, nil)
+	code, out, _ = run(t, "floor", "--chat-only")
+	require.Equal(t, 0, code)
+	assert.True(t, spec.ChatOnly)
+	assert.Contains(t, out, "Kernel floor (epoll, chats only): 15 rooms")
 }
 
 func TestFloorJSON(t *testing.T) {
@@ -90,6 +98,7 @@ func TestFloorRuns(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	assert.Equal(t, int64(800), got.Messages)
 	assert.Positive(t, got.ServerCPUPerMessageMicros)
+	assert.True(t, got.Exits)
 }
 
 func TestLoadFloor(t *testing.T) {

@@ -37,6 +37,7 @@ type childSpec struct {
 	Rooms        int           `json:"rooms"`
 	Users        int           `json:"users"`
 	Count        int           `json:"count"`
+	ChatOnly     bool          `json:"chat_only,omitempty"`
 	StallTimeout time.Duration `json:"stall_timeout"`
 }
 
@@ -88,7 +89,7 @@ func startChild(ctx context.Context, s *Spec, addr *unix.SockaddrInet4) (*childP
 		}
 		argv = []string{exe, "floor-child"}
 	}
-	spec, err := json.Marshal(childSpec{Addr: addr.Addr, Port: addr.Port, Rooms: s.Rooms, Users: s.Users, Count: s.Count, StallTimeout: s.StallTimeout})
+	spec, err := json.Marshal(childSpec{Addr: addr.Addr, Port: addr.Port, Rooms: s.Rooms, Users: s.Users, Count: s.Count, ChatOnly: s.ChatOnly, StallTimeout: s.StallTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +230,13 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	if s.Rooms < 1 || s.Users < 2 || s.Count < 1 || n > 1<<24 {
 		return fmt.Errorf("floor-child: %d rooms of %d users, count %d: not a floor", s.Rooms, s.Users, s.Count)
 	}
+	plan := &script{users: s.Users}
+	if !s.ChatOnly {
+		var err error
+		if plan, err = newScript(s.Rooms, s.Users, s.Count); err != nil {
+			return fmt.Errorf("floor-child: %w", err)
+		}
+	}
 	p := &pairs{cli: make([]int32, 0, n)}
 	defer p.close()
 	addr := &unix.SockaddrInet4{Addr: s.Addr, Port: s.Port}
@@ -255,7 +263,7 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	var done atomic.Bool
 	defer context.AfterFunc(ctx, func() { done.Store(true) })()
-	r := clients(p.cli, s.Users, s.Count, s.StallTimeout, &done)
+	r := clients(p.cli, s.Count, plan, s.StallTimeout, &done)
 	res := childResult{CPUSeconds: r.cpu, ElapsedSeconds: r.elapsed}
 	if r.err != nil {
 		res.Error = r.err.Error()
@@ -268,7 +276,8 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	// Keep the connections open until the parent's server has stopped:
-	// closing them would wake it for nothing while it is measured.
+	// closing them would wake it for nothing while it is measured (with
+	// the exit phase, they are closed already).
 	for sc.Scan() {
 	}
 	return r.err

@@ -61,6 +61,10 @@ type Spec struct {
 	Rooms, Users, Count int
 	// Engine is EngineEpoll (default) or EngineURing.
 	Engine string
+	// ChatOnly leaves out the exit phase (see script): the timed phase
+	// ends with the last chat, as in floor.c. By default it includes
+	// Mark's exit cascade, as a run of volanogo load does.
+	ChatOnly bool
 	// Child runs the clients in a child process even when one process
 	// could hold both sides (Run does when it cannot).
 	Child bool
@@ -130,7 +134,7 @@ func figures(s *Spec, child bool, when time.Time, serverCPU, clientCPU, elapsed 
 		ElapsedSeconds: elapsed, ServerCPUSeconds: serverCPU, ClientCPUSeconds: clientCPU,
 		ServerCPUPerMessageMicros: results.CPUPerMessage(serverCPU, total),
 		ClientCPUPerMessageMicros: results.CPUPerMessage(clientCPU, total),
-		ChildProcess:              child, When: when,
+		ChildProcess:              child, When: when, Exits: !s.ChatOnly,
 	}
 	if elapsed > 0 {
 		f.Throughput = float64(total) / elapsed

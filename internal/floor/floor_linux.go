@@ -37,6 +37,13 @@ func Run(ctx context.Context, s Spec) (results.Floor, error) {
 	if runtime.GOMAXPROCS(0) < 3 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 	}
+	sc := &script{users: s.Users}
+	if !s.ChatOnly {
+		var err error
+		if sc, err = newScript(s.Rooms, s.Users, s.Count); err != nil {
+			return results.Floor{}, err
+		}
+	}
 	when := time.Now()
 	l, addr, err := listen()
 	if err != nil {
@@ -63,7 +70,7 @@ func Run(ctx context.Context, s Spec) (results.Floor, error) {
 	defer context.AfterFunc(ctx, func() { done.Store(true) })()
 	ready := make(chan error, 1)
 	srvRes := make(chan sideResult, 1)
-	go func() { srvRes <- serve(s.Engine, p.srv, s.Users, &done, ready) }()
+	go func() { srvRes <- serve(s.Engine, p.srv, sc, &done, ready) }()
 	if err := <-ready; err != nil {
 		<-srvRes
 		return results.Floor{}, err
@@ -71,11 +78,10 @@ func Run(ctx context.Context, s Spec) (results.Floor, error) {
 	var cr sideResult
 	if child {
 		cr = ch.run(ctx)
-		done.Store(true)
 	} else {
-		cr = clients(p.cli, s.Users, s.Count, s.StallTimeout, &done)
+		cr = clients(p.cli, s.Count, sc, s.StallTimeout, &done)
 	}
-	sr := <-srvRes
+	sr := awaitServer(srvRes, &done, cr.err != nil || s.ChatOnly, s.StallTimeout)
 	switch {
 	case ctx.Err() != nil:
 		return results.Floor{}, ErrInterrupted
@@ -89,12 +95,30 @@ func Run(ctx context.Context, s Spec) (results.Floor, error) {
 	return figures(&s, child, when, sr.cpu, cr.cpu, cr.elapsed), nil
 }
 
-// serve runs the server thread of engine.
-func serve(engine string, srv []int32, users int, done *atomic.Bool, ready chan<- error) sideResult {
-	if engine == EngineURing {
-		return serveURing(srv, users, done, ready)
+// awaitServer is the server thread's result once the clients have ended:
+// stopped at once when stop (chat only, or the clients failed), else when
+// it has closed every connection, within stall.
+func awaitServer(res <-chan sideResult, done *atomic.Bool, stop bool, stall time.Duration) sideResult {
+	if !stop {
+		t := time.NewTimer(stall)
+		defer t.Stop()
+		select {
+		case r := <-res:
+			done.Store(true)
+			return r
+		case <-t.C:
+		}
 	}
-	return serveEpoll(srv, users, done, ready)
+	done.Store(true)
+	return <-res
+}
+
+// serve runs the server thread of engine.
+func serve(engine string, srv []int32, sc *script, done *atomic.Bool, ready chan<- error) sideResult {
+	if engine == EngineURing {
+		return serveURing(srv, sc, done, ready)
+	}
+	return serveEpoll(srv, sc, done, ready)
 }
 
 // listen is a TCP listener on a free port of 127.0.0.1.
@@ -132,7 +156,9 @@ type pairs struct{ srv, cli []int32 }
 func (p *pairs) close() {
 	for _, fds := range [][]int32{p.srv, p.cli} {
 		for _, fd := range fds {
-			_ = unix.Close(int(fd))
+			if fd >= 0 { // -1: closed in the exit phase
+				_ = unix.Close(int(fd))
+			}
 		}
 	}
 	p.srv, p.cli = nil, nil

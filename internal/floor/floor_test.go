@@ -69,6 +69,7 @@ func checkFloor(t *testing.T, s Spec, child bool) {
 	assert.Equal(t, int64(conns*s.Count*users), f.Messages)
 	assert.Equal(t, MessageBytes, f.MessageBytes)
 	assert.Equal(t, child, f.ChildProcess)
+	assert.Equal(t, !s.ChatOnly, f.Exits)
 	assert.Positive(t, f.ElapsedSeconds)
 	assert.Positive(t, f.ServerCPUSeconds)
 	assert.Positive(t, f.ClientCPUSeconds)
@@ -89,10 +90,12 @@ func boolInt(b bool) int {
 func TestEpoll(t *testing.T) {
 	checkFloor(t, Spec{Rooms: 2, Count: 3}, false)
 	checkFloor(t, Spec{Rooms: 3, Users: 2, Count: 5}, false)
+	checkFloor(t, Spec{Rooms: 2, Count: 3, ChatOnly: true}, false)
 }
 
 func TestURing(t *testing.T) {
 	checkFloor(t, Spec{Rooms: 2, Count: 3, Engine: EngineURing}, false)
+	checkFloor(t, Spec{Rooms: 2, Count: 3, Engine: EngineURing, ChatOnly: true}, false)
 }
 
 // childCommand makes the test binary the clients' process.
@@ -104,6 +107,7 @@ func childCommand(t *testing.T) []string {
 func TestChildProcess(t *testing.T) {
 	checkFloor(t, Spec{Rooms: 2, Count: 3, Child: true, ChildCommand: childCommand(t)}, true)
 	checkFloor(t, Spec{Rooms: 2, Count: 3, Child: true, ChildCommand: childCommand(t), Engine: EngineURing}, true)
+	checkFloor(t, Spec{Rooms: 2, Count: 3, Child: true, ChildCommand: childCommand(t), ChatOnly: true}, true)
 }
 
 func TestChildProcessFails(t *testing.T) {

@@ -31,7 +31,11 @@ const (
 // recv queues one send per other user of its room and the connection's
 // next recv, and they go to the kernel in the next io_uring_enter, which
 // also waits for completions (one system call per round).
-func serveURing(srv []int32, users int, done *atomic.Bool, ready chan<- error) sideResult {
+//
+// With an exit phase (sc not nil), it also relays each exit (see script)
+// and closes each connection on its end of file, and stops once it has
+// closed them all; the exit's packets are sent from the script's memory.
+func serveURing(srv []int32, sc *script, done *atomic.Bool, ready chan<- error) sideResult {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	ring, err := uring.New(ringEntries)
@@ -48,7 +52,7 @@ func serveURing(srv []int32, users int, done *atomic.Bool, ready chan<- error) s
 		ready <- err
 		return sideResult{err: err}
 	}
-	s := &uringServer{ring: ring, srv: srv, users: users, bufs: bufs}
+	s := &uringServer{ring: ring, srv: srv, users: sc.users, bufs: bufs, x: newServerExits(srv, sc)}
 	for i := range srv {
 		if err := s.recv(i); err != nil {
 			ready <- err
@@ -66,6 +70,9 @@ func serveURing(srv []int32, users int, done *atomic.Bool, ready chan<- error) s
 	close(ready)
 	err = s.loop(done)
 	cpu := threadCPU() - c0
+	if err == nil {
+		err = s.x.unclosed()
+	}
 	s.release()
 	return sideResult{cpu: cpu, err: err}
 }
@@ -78,6 +85,8 @@ type uringServer struct {
 	// armed is the recvs in flight: the buffers the kernel may still
 	// write into.
 	armed int
+	// x is the exit phase's state (nil without one).
+	x *serverExits
 }
 
 func (s *uringServer) buf(i int) unsafe.Pointer { return unsafe.Pointer(&s.bufs[i*readBuf]) }
@@ -107,10 +116,21 @@ func (s *uringServer) recv(i int) error {
 	return nil
 }
 
+// send queues a send of b, which stays in memory until the ring is
+// released (the script's packets).
+func (s *uringServer) send(fd int32, b []byte) error {
+	q, err := s.sqe()
+	if err != nil {
+		return err
+	}
+	uring.PrepSend(q, int(fd), unsafe.Pointer(unsafe.SliceData(b)), len(b), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, tagSend)
+	return nil
+}
+
 func (s *uringServer) loop(done *atomic.Bool) error {
 	ts := unix.NsecToTimespec((100 * time.Millisecond).Nanoseconds())
 	users := s.users
-	for !done.Load() {
+	for !done.Load() && !s.x.over() {
 		if err := s.ring.SubmitAndWait(&ts); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) {
 			return fmt.Errorf("server: io_uring_enter: %w", err)
 		}
@@ -125,17 +145,29 @@ func (s *uringServer) loop(done *atomic.Bool) error {
 			s.armed--
 			i, got := int(d), int(c.Res)
 			if got <= 0 {
+				if s.x != nil {
+					s.x.closed(i)
+				}
 				continue
 			}
 			r := i / users
 			p := s.buf(i)
-			for j := 0; j < users; j++ {
+			chat := got
+			if s.x != nil {
+				chat = s.x.chatBytes(i, got)
+			}
+			for j := 0; j < users && chat > 0; j++ {
 				if j != i%users {
 					q, err := s.sqe()
 					if err != nil {
 						return err
 					}
-					uring.PrepSend(q, int(s.srv[r*users+j]), p, got, unix.MSG_DONTWAIT, tagSend)
+					uring.PrepSend(q, int(s.srv[r*users+j]), p, chat, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, tagSend)
+				}
+			}
+			if s.x != nil && s.x.leaves(i, got) {
+				if err := s.x.relayExit(i, s.send); err != nil {
+					return err
 				}
 			}
 			if err := s.recv(i); err != nil {

@@ -39,6 +39,14 @@ type Floor struct {
 	// ChildProcess is true when the clients ran in a child process (one
 	// process could not hold both sides' descriptors).
 	ChildProcess bool `json:"child_process,omitempty"`
+	// Exits is true when the timed phase included Mark's exit cascade, as
+	// a run's does: after a room's last chat each user in turn sends
+	// ExitRoom and RoomList, the server relays the ExitRoom indication to
+	// the users still in the room and answers the room list, and both
+	// ends close. A floor without it (volanogo floor --chat-only, and
+	// every floor recorded before it had one) is the pattern of floor.c
+	// and charges a run's exits to the run.
+	Exits bool `json:"exits,omitempty"`
 	// When is the start of the measurement.
 	When time.Time `json:"when"`
 }
@@ -53,8 +61,10 @@ type EfficiencyFigures struct {
 }
 
 // Efficiency is d's efficiency against the floor recorded in its
-// environment whose room count is closest to the run's (an epoll floor
-// before an io_uring one at the same distance, then the first recorded).
+// environment whose room count is closest to the run's, among the floors
+// with the exit phase when there are any (a run's timing includes its
+// exits: a floor without them is the second choice), an epoll floor
+// before an io_uring one at the same distance, then the first recorded.
 // ok is false when d carries no floor or neither side's CPU per message
 // is known.
 func Efficiency(d *Document) (EfficiencyFigures, bool) {
@@ -88,8 +98,9 @@ func closestFloor(floors []Floor, rooms int) (Floor, bool) {
 			dist = -dist
 		}
 		switch {
-		case !found, dist < bestDist,
-			dist == bestDist && best.Engine != "epoll" && f.Engine == "epoll":
+		case !found, f.Exits && !best.Exits,
+			f.Exits == best.Exits && dist < bestDist,
+			f.Exits == best.Exits && dist == bestDist && best.Engine != "epoll" && f.Engine == "epoll":
 			best, bestDist, found = f, dist, true
 		}
 	}

@@ -53,6 +53,10 @@ func TestEfficiency(t *testing.T) {
 	floor := func(engine string, rooms int, server, client float64) Floor {
 		return Floor{Engine: engine, Rooms: rooms, ServerCPUPerMessageMicros: server, ClientCPUPerMessageMicros: client}
 	}
+	exits := func(f Floor) Floor {
+		f.Exits = true
+		return f
+	}
 	doc := func(rooms int, server, client float64, floors ...Floor) *Document {
 		d := &Document{Config: Config{Rooms: rooms}, Environment: Environment{Floor: floors}}
 		d.Client.CPUPerMessageMicros = client
@@ -91,6 +95,12 @@ func TestEfficiency(t *testing.T) {
 			ok: true, server: 0, client: 0.5, rooms: 15, engine: "epoll"},
 		{name: "dearer than measured", d: doc(15, 2.5, 2, floor("epoll", 15, 5, 4)),
 			ok: true, server: 2, client: 2, rooms: 15, engine: "epoll"},
+		{name: "with exits before chats only", d: doc(15, 10, 8, floor("epoll", 15, 4, 4), exits(floor("uring", 50, 5, 4))),
+			ok: true, server: 0.5, client: 0.5, rooms: 50, engine: "uring"},
+		{name: "closest with exits", d: doc(475, 10, 8, exits(floor("epoll", 15, 4, 4)), floor("epoll", 475, 4, 4), exits(floor("epoll", 900, 5, 4))),
+			ok: true, server: 0.5, client: 0.5, rooms: 900, engine: "epoll"},
+		{name: "epoll first with exits", d: doc(15, 10, 8, exits(floor("uring", 15, 4, 4)), floor("epoll", 15, 4, 4), exits(floor("epoll", 15, 5, 4))),
+			ok: true, server: 0.5, client: 0.5, rooms: 15, engine: "epoll"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, ok := Efficiency(tc.d)
