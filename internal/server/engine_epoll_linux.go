@@ -104,6 +104,7 @@ type evSock struct {
 
 	// Guarded by conn.mu.
 	registered bool
+	endRead    bool // the loop read the end of stream and releases it next (settle)
 	paused     bool
 	sawEOF     bool // draining, the client closed: no more reading
 	mask       uint32
@@ -137,7 +138,17 @@ func (k *evSock) Read(p []byte) (int, error) {
 // socket down (the client sees the close now) and tells the loop, which
 // closes the descriptor once the connection is finished. For a tracked
 // connection it is called under conn.mu (closeLocked).
-func (k *evSock) Close() error { return k.close(k.post) }
+//
+// When the loop itself read the client's close, it releases the
+// connection as soon as the read returns (settle): a shutdown and a
+// wake-up of the loop would only add two system calls to Mark's every
+// exit, so the descriptor is simply left for release to close.
+func (k *evSock) Close() error {
+	if k.endRead && k.state.CompareAndSwap(sockAttached, sockClosing) {
+		return nil
+	}
+	return k.close(k.post)
+}
 
 func sockaddrTCP(sa unix.Sockaddr) *net.TCPAddr {
 	switch a := sa.(type) {
@@ -603,6 +614,11 @@ func (l *evLoop) readIn(c *conn) {
 		if err != nil {
 			if err == errWouldBlock || errors.Is(err, errWouldBlock) {
 				return
+			}
+			if err == io.EOF {
+				c.mu.Lock()
+				k.endRead = true
+				c.mu.Unlock()
 			}
 			c.readFailed(err)
 			return

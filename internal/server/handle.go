@@ -57,6 +57,15 @@ func (c *conn) handlePacket(p protocol.Packet) {
 			s.exitRoom(c, m)
 		}
 	case *protocol.RoomList:
+		if p.Filter == "" {
+			// Mark's request, one per exit: the confirm is encoded once
+			// per change of the list.
+			if b := s.roomListConfirm(); b != nil {
+				c.send(b)
+				s.counters.out(protocol.IDRoomList, 1, len(b))
+				return
+			}
+		}
 		c.reply(&protocol.RoomList{Type: protocol.Confirm, Filter: p.Filter, Rooms: s.roomNames(p.Filter)})
 	case *protocol.UserList:
 		s.userList(c, p)

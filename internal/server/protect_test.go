@@ -296,10 +296,17 @@ func testRoomListBounded(t *testing.T) {
 	assert.Equal(t, []string{"Room0", "Room1", "Room2"}, c.expect().(*protocol.RoomList).Rooms)
 	c.send(&protocol.RoomList{Type: protocol.Request, Filter: "4"})
 	assert.Equal(t, []string{"Room4"}, c.expect().(*protocol.RoomList).Rooms)
-	// the cached list follows a change within its reach
+	c.send(&protocol.RoomList{Type: protocol.Request})
+	assert.Equal(t, &protocol.RoomList{Type: protocol.Confirm, Rooms: []string{"Room0", "Room1", "Room2"}}, c.expect())
+	// the cached list, and its encoded confirm, follow a change within
+	// its reach
 	held[1].c.Close()
 	waitFor(t, "Room1 removed", func() bool { return s.findRoom("Room1") == nil })
 	assert.Equal(t, []string{"Room0", "Room2", "Room3"}, dial(t, s).access2())
+	for range 2 {
+		c.send(&protocol.RoomList{Type: protocol.Request})
+		assert.Equal(t, &protocol.RoomList{Type: protocol.Confirm, Rooms: []string{"Room0", "Room2", "Room3"}}, c.expect())
+	}
 
 	// bytes: names of 300 characters stop the list at 16 KiB
 	big := startServer(t, Config{RoomListMax: 1000, MaxRoomName: 300})

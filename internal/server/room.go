@@ -147,6 +147,9 @@ func (s *Server) findRoom(name string) *room {
 type roomList struct {
 	names []string
 	bytes int
+	// confirm is the RoomList confirm of the list (filter ""), encoded on
+	// its first use: Mark's every exit asks for it.
+	confirm []byte
 }
 
 // add appends a room's name unless the list is full (RoomListMax names or
@@ -161,25 +164,46 @@ func (l *roomList) add(r *room, max int) bool {
 	return true
 }
 
+// listLocked is the unfiltered list, built when stale; s.mu must be held.
+func (s *Server) listLocked() *roomList {
+	if s.list == nil {
+		l := &roomList{}
+		for _, r := range s.roomOrder {
+			if !l.add(r, s.cfg.RoomListMax) {
+				break
+			}
+		}
+		s.list = l
+	}
+	return s.list
+}
+
+// roomListConfirm is the RoomList confirm of the unfiltered list, encoded
+// once per change of the list and shared read-only (nil if it does not
+// encode).
+func (s *Server) roomListConfirm() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.listLocked()
+	if l.confirm == nil {
+		b, err := (&protocol.RoomList{Type: protocol.Confirm, Rooms: l.names}).AppendPacket(nil)
+		if err != nil {
+			return nil
+		}
+		l.confirm = b
+	}
+	return l.confirm
+}
+
 // roomNames lists the public rooms in creation order whose lower-cased
 // name contains the lower-cased filter, at most RoomListMax names and
 // RoomListMaxBytes of them. The unfiltered list (every Access confirm) is
 // cached until a change within its reach; a filtered one scans a snapshot
 // of the rooms outside the server's lock.
 func (s *Server) roomNames(filter string) []string {
-	max := s.cfg.RoomListMax
 	s.mu.Lock()
 	if filter == "" {
-		if s.list == nil {
-			l := &roomList{}
-			for _, r := range s.roomOrder {
-				if !l.add(r, max) {
-					break
-				}
-			}
-			s.list = l
-		}
-		names := s.list.names
+		names := s.listLocked().names
 		s.mu.Unlock()
 		return names
 	}
@@ -192,7 +216,7 @@ func (s *Server) roomNames(filter string) []string {
 	filter = strings.ToLower(filter)
 	l := &roomList{}
 	for _, r := range snap {
-		if strings.Contains(r.lower, filter) && !l.add(r, max) {
+		if strings.Contains(r.lower, filter) && !l.add(r, s.cfg.RoomListMax) {
 			break
 		}
 	}
