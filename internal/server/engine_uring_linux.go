@@ -78,6 +78,24 @@ const (
 	urRecvBuf   = 1024
 )
 
+// The loop's provided buffers, for multishot receives: consumed piece by
+// piece (Linux 6.12), a few large ones; else many small ones, each taken
+// whole by one arrival. 2 MiB a ring either way, whatever the
+// connections: a connection holds a buffer only from its arrival's
+// completion to the end of its handling (what its reader has not taken
+// then is copied out).
+const (
+	urBufsInc     = 512
+	urBufSizeInc  = 4096
+	urBufsWhole   = 4096
+	urBufSizeWhol = 512
+)
+
+// urMultishot: receive with multishot recvs into the loop's provided
+// buffers where the kernel has them (Linux 6.0); tests turn it off to
+// exercise the recv per connection.
+var urMultishot = true
+
 // urSetup makes a loop's ring, on the loop's thread; tests replace it to
 // simulate a kernel without io_uring.
 var urSetup = func() (*uring.Ring, error) {
@@ -134,10 +152,11 @@ type urSock struct {
 	loop *urLoop
 
 	// Owned by the loop.
-	slot      int32 // index in loop.slots; -1 before register and after release
-	queued    bool  // in loop.queue (guarded by loop.qmu)
-	rbuf      []byte
+	slot      int32  // index in loop.slots; -1 before register and after release
+	queued    bool   // in loop.queue (guarded by loop.qmu)
+	rbuf      []byte // single-shot: the recv's buffer; multishot: a copy of what the reader left
 	rdata     []byte // received, not yet read by the reader
+	recvStop  bool   // multishot: the recv is being cancelled (paused)
 	rerr      error  // the end of the stream or a receive error, once rdata is read
 	recvArmed bool
 	pollArmed bool
@@ -232,6 +251,7 @@ type urEngine struct {
 type urLoop struct {
 	s      *Server
 	ring   *uring.Ring
+	bufs   *uring.BufRing // multishot receives' buffers; nil: a recv per connection, into its own buffer
 	wakefd int
 	tick   time.Duration
 	wbuf   [8]byte // the eventfd's counter, read by the ring
@@ -256,6 +276,7 @@ type urLoop struct {
 	sends      []*conn // connections with a send in flight, by the send's user data
 	sendFree   []int32
 	ts         unix.Timespec
+	pool       bufPool // idle connections' readers and scratch buffers
 }
 
 // startURing starts the rings once (every loop's ring is made on its own
@@ -420,6 +441,17 @@ func (l *urLoop) run(ready chan<- error) {
 		return
 	}
 	l.wakefd = wakefd
+	if urMultishot && ring.Flags()&uring.SetupSingleIssuer != 0 {
+		// multishot recv is Linux 6.0, as the single-issuer flag
+		l.bufs, err = ring.RegisterBufRing(0, urBufsInc, urBufSizeInc, true)
+		if err == nil && !l.bufs.Incremental() {
+			l.bufs.Close()
+			l.bufs, err = ring.RegisterBufRing(0, urBufsWhole, urBufSizeWhol, false)
+		}
+		if err != nil {
+			l.bufs = nil
+		}
+	}
 	l.armWake()
 	if err := l.ring.SubmitWait(0, nil); err != nil {
 		l.teardown()
@@ -545,8 +577,13 @@ func (l *urLoop) teardown() {
 			r := l.ring
 			head, tail := r.Head(), r.Tail()
 			for h := head; h != tail; h++ {
-				switch r.Entry(h).UserData & urTagMask {
-				case urRecv, urPoll, urWake:
+				e := r.Entry(h)
+				switch e.UserData & urTagMask {
+				case urRecv:
+					if l.bufs == nil || e.Flags&uring.CQEFMore == 0 {
+						l.armed--
+					}
+				case urPoll, urWake:
 					l.armed--
 				}
 			}
@@ -554,6 +591,9 @@ func (l *urLoop) teardown() {
 		}
 	}
 	if l.armed == 0 {
+		if l.bufs != nil {
+			l.bufs.Close()
+		}
 		l.ring.Close()
 	} // else the kernel may still write into the buffers: the ring stays
 }
@@ -625,9 +665,17 @@ func (l *urLoop) complete(e uring.CQE) {
 		l.wakeArmed = false
 		l.armWake() // the queue is taken at the top of the loop
 	case urRecv:
-		l.armed--
 		c := l.slots[slot]
-		c.ur.recvArmed = false
+		k := c.ur
+		if l.bufs == nil || e.Flags&uring.CQEFMore == 0 {
+			l.armed--
+			k.recvArmed = false
+			k.recvStop = false
+		}
+		if l.bufs != nil && e.Flags&uring.CQEFBuffer != 0 {
+			l.receivedBuf(c, e)
+			return
+		}
 		l.received(c, e.Res)
 	case urPoll:
 		l.armed--
@@ -651,7 +699,9 @@ func (l *urLoop) register(c *conn) {
 		l.slots = append(l.slots, nil)
 	}
 	l.slots[k.slot] = c
-	k.rbuf = make([]byte, urRecvBuf)
+	if l.bufs == nil {
+		k.rbuf = make([]byte, urRecvBuf)
+	}
 	l.open++
 	if l.open == 1 {
 		l.nextScan = time.Now().Add(l.tick)
@@ -666,10 +716,45 @@ func (l *urLoop) received(c *conn, res int32) {
 		k.rdata = k.rbuf[:res]
 	case res == 0:
 		k.rerr = io.EOF
-	case res == -int32(unix.ECANCELED), res == -int32(unix.EINTR), res == -int32(unix.EAGAIN):
+	case res == -int32(unix.ECANCELED), res == -int32(unix.EINTR), res == -int32(unix.EAGAIN), res == -int32(unix.ENOBUFS):
+		// ENOBUFS: the loop's buffers ran out, the multishot recv
+		// ended; settle arms another
 	default:
 		k.rerr = os.NewSyscallError("recv", syscall.Errno(-res))
 	}
+	l.handleIn(c)
+}
+
+// receivedBuf handles a multishot recv's completion into a provided
+// buffer: the bytes are handled in place, and what the reader leaves
+// (a paused or closing connection's) is copied out before the buffer
+// goes back to the kernel.
+func (l *urLoop) receivedBuf(c *conn, e uring.CQE) {
+	k := c.ur
+	data, bid, whole := l.bufs.Buf(e.Flags, e.Res)
+	if len(k.rdata) > 0 {
+		k.rdata = append(k.rdata, data...) // behind what was left (k.rbuf)
+		k.rbuf = k.rdata
+	} else {
+		k.rdata = data
+	}
+	l.handleIn(c)
+	if len(k.rdata) > 0 && (len(k.rbuf) == 0 || &k.rdata[0] != &k.rbuf[0]) {
+		k.rbuf = append(k.rbuf[:0], k.rdata...)
+		k.rdata = k.rbuf
+	}
+	if len(k.rdata) == 0 {
+		k.rbuf = nil
+	}
+	if whole {
+		l.bufs.Recycle(bid)
+	}
+}
+
+// handleIn hands what a recv brought to the connection's reader (or
+// drain), and settles it.
+func (l *urLoop) handleIn(c *conn) {
+	k := c.ur
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
@@ -713,12 +798,22 @@ func (l *urLoop) settle(c *conn) {
 			return
 		}
 	}
-	if !k.recvArmed && !k.paused && len(k.rdata) == 0 && k.rerr == nil {
+	switch {
+	case !k.recvArmed && !k.paused && len(k.rdata) == 0 && k.rerr == nil:
 		if q := l.sqe(); q != nil {
-			uring.PrepRecv(q, k.fd, unsafe.Pointer(&k.rbuf[0]), len(k.rbuf), 0, urRecv|uint64(k.slot))
+			if l.bufs != nil {
+				uring.PrepRecvMultishot(q, k.fd, l.bufs.Group(), urRecv|uint64(k.slot))
+			} else {
+				uring.PrepRecv(q, k.fd, unsafe.Pointer(&k.rbuf[0]), len(k.rbuf), 0, urRecv|uint64(k.slot))
+			}
 			k.recvArmed = true
 			l.armed++
 		}
+	case k.recvArmed && k.paused && l.bufs != nil && !k.recvStop && !k.cancelled:
+		// a paused connection receives nothing more (what is on its
+		// way is kept) until it resumes: its multishot recv ends
+		k.recvStop = true
+		l.cancel(urRecv | uint64(k.slot))
 	}
 	if wantOut && !k.pollArmed {
 		if q := l.sqe(); q != nil {
@@ -733,7 +828,10 @@ func (l *urLoop) settle(c *conn) {
 func (l *urLoop) readIn(c *conn) {
 	k := c.ur
 	if c.reader == nil {
-		c.reader = protocol.NewReader(k, c.s.cfg.MaxPacket)
+		c.reader = l.pool.reader(k, c.s.cfg.MaxPacket)
+		if c.scratch == nil {
+			c.scratch = l.pool.scratch()
+		}
 	}
 	for {
 		c.mu.Lock()
@@ -860,10 +958,11 @@ func (l *urLoop) scan(now int64) {
 			continue
 		}
 		if c.packets == k.scanned && !k.paused && c.reader != nil && c.reader.Buffered() == 0 {
-			// Idle since the last scan: give back the reader and the
-			// scratch buffer (readIn makes a new reader).
-			c.reader = nil
-			c.scratch = nil
+			// Idle since the last scan: give back the reader, its buffer
+			// and the scratch buffer to the loop's pool (readIn takes
+			// them back), so that thousands of idle connections cost
+			// their state only.
+			l.pool.giveBack(c)
 		}
 		k.scanned = c.packets
 		if !c.accessed {
@@ -937,6 +1036,7 @@ func (l *urLoop) release(c *conn) {
 	k.rbuf, k.rdata = nil, nil
 	l.open--
 	c.finish()
+	l.pool.giveBack(c)
 }
 
 func (l *urLoop) cancel(target uint64) {

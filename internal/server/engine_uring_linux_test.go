@@ -29,6 +29,11 @@ func TestURingNoGoroutinePerConnection(t *testing.T) {
 	}
 	s := startServer(t, Config{Engine: EngineURing, Loops: 2})
 	assert.Equal(t, EngineURing, s.Engine())
+	for _, l := range s.ur.loops {
+		if l.ring.Flags()&uring.SetupSingleIssuer != 0 {
+			assert.NotNil(t, l.bufs, "Linux 6.0: multishot receives into provided buffers")
+		}
+	}
 	first := dial(t, s)
 	first.access("Ring")
 	first.enter("Ring", "u0")

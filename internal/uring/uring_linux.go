@@ -85,7 +85,8 @@ type getEventsArg struct {
 type Ring struct {
 	fd       int
 	features uint32
-	single   bool // one mapping holds both rings
+	flags    uint32 // the setup flags
+	single   bool   // one mapping holds both rings
 	sqMap    []byte
 	cqMap    []byte
 	sqeMap   []byte
@@ -142,7 +143,7 @@ func NewWith(entries uint32, o Options) (*Ring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &Ring{fd: int(fd), features: p.Features}
+	r := &Ring{fd: int(fd), features: p.Features, flags: o.Flags}
 	if err := r.mmap(&p); err != nil {
 		r.Close()
 		return nil, err
@@ -153,6 +154,9 @@ func NewWith(entries uint32, o Options) (*Ring, error) {
 	}
 	return r, nil
 }
+
+// Flags are the setup flags the ring was made with (the Setup constants).
+func (r *Ring) Flags() uint32 { return r.flags }
 
 // NoDrop tells whether the kernel keeps completions that overflow the
 // completion queue until there is room (IORING_FEAT_NODROP, 5.5).
