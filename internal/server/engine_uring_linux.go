@@ -26,26 +26,35 @@ import (
 // like the epoll engine's loops, with the same handlers. What differs is
 // how the loop talks to the kernel:
 //
-//   - Receives: every connection has a recv in flight on its loop's ring,
-//     into its own buffer; a completion is a read done, with no readiness
-//     report and read system call to pair. The packets it completes are
-//     handled, and the recv is armed again (unless the connection is
-//     paused by the request rate or closing).
+//   - Receives: every connection has a multishot recv armed on its
+//     loop's ring (Linux 6.0), which completes at each arrival into one of
+//     the loop's provided buffers (a buffer ring: 2 MiB a loop, whatever
+//     the connections); a completion is a read done, with no readiness
+//     report and read system call to pair, and nothing to re-arm. The
+//     packets it completes are handled in the buffer, and what the reader
+//     leaves (a paused or closing connection's) is copied out before the
+//     buffer goes back. A connection paused by the request rate has its
+//     recv cancelled until it resumes. Where the kernel lacks buffer
+//     rings, each connection has a recv of its own buffer in flight,
+//     armed again after each completion.
 //   - The relay: a chat from a connection of a ring is queued, under the
-//     room's lock, in the out buffer of every receiver, and each receiver
-//     that nothing else was writing to (not flushing) joins the loop's
-//     batch and is flushing from then on: whatever else comes for it, from
-//     any thread, waits behind. At the end of the round (the completions
-//     one wait brought) every receiver of the batch gets one send of its
-//     whole out buffer (non-blocking: MSG_DONTWAIT, so a full socket
-//     completes with EAGAIN rather than waits), all submitted by one
-//     io_uring_enter, during which the kernel runs them. Several chats to
-//     one receiver in a round cost one send. While its send is in flight
-//     a receiver's bytes count as inflight (the send buffer's bound sees
-//     them). What a send leaves unwritten goes back in front of out, and
-//     the receiver's own ring polls its socket for room (POLLOUT) to write
-//     the rest, with the epoll engine's write-stall and slow-consumer
-//     rules; what came meanwhile goes in the next round's batch.
+//     room's lock, for every receiver, each receiver's lock taken once:
+//     one that nothing else was writing to (not flushing) joins the loop's
+//     batch with the chat in its batch buffer (bout), and is flushing from
+//     then on: whatever else comes for it, from any thread, goes behind,
+//     in its out buffer. At the end of the round (the completions one
+//     wait brought) every receiver of the batch gets one send of its batch
+//     buffer (non-blocking: MSG_DONTWAIT, so a full socket completes with
+//     EAGAIN rather than waits), prepared without its lock (only the
+//     loop touches a batch buffer) and all submitted by one io_uring_enter,
+//     during which the kernel runs them. Several chats to one receiver in
+//     a round cost one send. From joining the batch to its send's
+//     completion a receiver's batch bytes count as inflight (the send
+//     buffer's bound sees them). What a send leaves unwritten goes in
+//     front of out, and the receiver's own ring polls its socket for room
+//     (POLLOUT) to write the rest, with the epoll engine's write-stall and
+//     slow-consumer rules; what came meanwhile goes in the next round's
+//     batch. Batch buffers come from, and go back to, the loop's pool.
 //
 // Everything else (other replies, broadcasts of entries and exits) goes
 // through conn.send as on the other engines: a non-blocking send, and the
@@ -175,9 +184,10 @@ type urSock struct {
 	stallBy     int64   // unix nanos: the write stall deadline of the current batch
 	batchLeft   int     // bytes of the current batch not yet written
 	wantOut     bool    // the loop is to poll the socket for room
-	pending     *urLoop // in this loop's batch: its send goes at the end of the round
-	inbuf       []byte  // the bytes of the send in flight
-	sending     int     // sends in flight on some ring: the descriptor stays open
+	pending     *urLoop // the loop whose batch has it (its send at the end of the round, or in flight)
+	bout        []byte  // the batch's bytes: appended by pending (under conn.mu), sent by it
+	flushed     bool    // owned by pending: bout's send is in flight (later bytes go to out)
+	sending     int     // in a batch or sent by some ring: the descriptor stays open
 	releaseWait bool    // the loop waits for sending to fall to zero
 }
 
@@ -276,7 +286,8 @@ type urLoop struct {
 	sends      []*conn // connections with a send in flight, by the send's user data
 	sendFree   []int32
 	ts         unix.Timespec
-	pool       bufPool // idle connections' readers and scratch buffers
+	pool       bufPool  // idle connections' readers and scratch buffers
+	outPool    [][]byte // batch buffers
 }
 
 // startURing starts the rings once (every loop's ring is made on its own
@@ -1120,10 +1131,11 @@ func (l *urLoop) relay(c *conn, m *member, members []*member, ind, conf []byte) 
 	return n
 }
 
-// queueSend queues p for o: in o's out buffer, o joining the loop's batch
-// if nothing else owns its out (flushing); otherwise the way of
-// conn.send. From then on o is flushing, so whatever else comes for it,
-// from any thread, is appended behind p.
+// queueSend queues p for o (one lock of o per delivery): in the batch
+// buffer (bout) of o if o is in this loop's batch and nothing else waits,
+// else behind what waits in its out buffer; a receiver that nothing owns
+// (not flushing) joins the batch, and from then on whatever else comes
+// for it, from any thread, goes behind.
 func (l *urLoop) queueSend(o *conn, p []byte) {
 	k := o.ur
 	if k == nil {
@@ -1133,35 +1145,53 @@ func (l *urLoop) queueSend(o *conn, p []byte) {
 	o.mu.Lock()
 	switch {
 	case o.closed || o.lingering != "" || o.fd < 0:
-	case k.pending == l:
+	case len(o.out)+o.inflight+len(p) > o.s.cfg.SendBuffer:
+		o.detail = fmt.Sprintf("the kernel took %d bytes, %d more were waiting", o.taken, len(o.out)+o.inflight)
+		o.closeLocked(ReasonSlowConsumer)
+	case k.pending == l && !k.flushed && len(o.out) == 0:
 		// in this round's batch already: one send takes both
-		if len(o.out)+o.inflight+len(p) > o.s.cfg.SendBuffer {
-			o.detail = fmt.Sprintf("the kernel took %d bytes, %d more were waiting", o.taken, len(o.out)+o.inflight)
-			o.closeLocked(ReasonSlowConsumer)
-			break
-		}
-		o.out = append(o.out, p...)
+		k.bout = append(k.bout, p...)
+		o.inflight += len(p)
 	case o.flushing:
-		o.mu.Unlock()
-		o.send(p) // behind what waits, within the send buffer
-		return
+		// behind what waits: the send in flight's completion, or the
+		// poll for room, sends it
+		o.out = append(o.out, p...)
 	default:
 		o.flushing = true
-		if o.out == nil {
-			o.out, o.spare = o.spare[:0], nil
-		}
-		o.out = append(o.out, p...)
-		k.pending = l
+		k.pending, k.flushed = l, false
+		k.bout = append(l.takeOut(), p...)
+		o.inflight = len(k.bout)
+		k.sending++
 		l.batch = append(l.batch, o)
 	}
 	o.mu.Unlock()
 }
 
+// takeOut is an empty batch buffer from the loop's pool.
+func (l *urLoop) takeOut() []byte {
+	n := len(l.outPool)
+	if n == 0 {
+		return nil
+	}
+	b := l.outPool[n-1]
+	l.outPool[n-1] = nil
+	l.outPool = l.outPool[:n-1]
+	return b
+}
+
+// giveOut puts a batch buffer back in the loop's pool: the batches'
+// memory is the loop's, not every connection's.
+func (l *urLoop) giveOut(b []byte) {
+	if cap(b) > 0 && cap(b) <= 4096 && len(l.outPool) < poolMax {
+		l.outPool = append(l.outPool, b[:0])
+	}
+}
+
 // flushBatch prepares one send per connection of the round's batch, of
-// all its out buffer (the next io_uring_enter submits them together;
-// non-blocking, they complete during it). While its send is in flight a
-// connection's bytes count as inflight and its out buffer takes what
-// comes next.
+// its batch buffer (the next io_uring_enter submits them together;
+// non-blocking, they complete during it). Only this loop touches a
+// batch buffer once it is in the batch, so no lock is taken here; its
+// bytes count as inflight until the send completes.
 func (l *urLoop) flushBatch() {
 	for range 4 { // a full submission queue reaps sends that may queue more
 		if len(l.batch) == 0 {
@@ -1178,31 +1208,34 @@ func (l *urLoop) flushBatch() {
 func (l *urLoop) flushConns(b []*conn) {
 	for _, o := range b {
 		k := o.ur
-		q := l.sqe() // before the lock: it may reap, and handle sends' completions
-		o.mu.Lock()
-		k.pending = nil
-		if o.closed || len(o.out) == 0 {
-			o.mu.Unlock()
-			if q != nil {
-				q.UserData = urCancel // a no-op (opcode 0)
-			}
-			continue
-		}
+		q := l.sqe() // it may reap other sends' completions
 		if q == nil {
-			o.urWantOut() // its loop writes it
-			o.mu.Unlock()
+			l.unbatch(o)
 			continue
 		}
-		buf := o.out
-		o.out = nil
-		if o.spare != nil {
-			o.out, o.spare = o.spare[:0], nil
-		}
-		o.inflight = len(buf)
-		k.sending++
-		k.inbuf = buf
-		o.mu.Unlock()
-		uring.PrepSend(q, o.fd, unsafe.Pointer(&buf[0]), len(buf), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, urSend|uint64(l.sendSlot(o)))
+		k.flushed = true
+		// k.fd: the descriptor stays open while sending counts this send
+		uring.PrepSend(q, k.fd, unsafe.Pointer(&k.bout[0]), len(k.bout), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, urSend|uint64(l.sendSlot(o)))
+	}
+}
+
+// unbatch hands a batch's bytes to the connection's own loop, which
+// writes them when the socket has room (no submission entry was free).
+func (l *urLoop) unbatch(o *conn) {
+	k := o.ur
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k.sending--
+	k.pending = nil
+	if !o.closed {
+		o.out = append(k.bout, o.out...)
+		o.inflight = 0
+		o.urWantOut()
+	}
+	k.bout = nil
+	if k.sending == 0 && k.releaseWait {
+		k.releaseWait = false
+		k.post()
 	}
 }
 
@@ -1231,9 +1264,10 @@ func (l *urLoop) sendDone(i int, res int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k.sending--
-	buf := k.inbuf
-	k.inbuf = nil
+	buf := k.bout
+	k.bout, k.pending = nil, nil
 	if o.closed {
+		l.giveOut(buf)
 		if k.sending == 0 && k.releaseWait {
 			k.releaseWait = false
 			k.post()
@@ -1242,6 +1276,7 @@ func (l *urLoop) sendDone(i int, res int32) {
 	}
 	o.inflight = 0
 	if res < 0 && res != -int32(unix.EAGAIN) && res != -int32(unix.EINTR) {
+		l.giveOut(buf)
 		o.detail = os.NewSyscallError("send", syscall.Errno(-res)).Error()
 		o.closeLocked(ReasonWriteError)
 		return
@@ -1250,23 +1285,21 @@ func (l *urLoop) sendDone(i int, res int32) {
 	o.taken += int64(w)
 	if w < len(buf) {
 		// the socket is full: the rest first, then what came meanwhile
-		rest := buf[w:]
-		if len(o.out) > 0 {
-			rest = append(append(make([]byte, 0, len(rest)+len(o.out)), rest...), o.out...)
-		} else {
-			rest = append(buf[:0], rest...)
-		}
-		o.out = rest
+		rest := make([]byte, 0, len(buf)-w+len(o.out))
+		o.out = append(append(rest, buf[w:]...), o.out...)
+		l.giveOut(buf)
 		o.urWantOut()
 		return
 	}
-	if cap(buf) <= 4096 && o.spare == nil {
-		o.spare = buf[:0]
-	}
+	l.giveOut(buf)
 	if len(o.out) == 0 {
 		o.urFlushed()
 		return
 	}
-	k.pending = l
+	// what came meanwhile: the next round's batch
+	k.pending, k.flushed = l, false
+	k.bout, o.out = o.out, nil
+	o.inflight = len(k.bout)
+	k.sending++
 	l.batch = append(l.batch, o)
 }
