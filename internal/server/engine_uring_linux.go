@@ -38,11 +38,11 @@ import (
 //     rings, each connection has a recv of its own buffer in flight,
 //     armed again after each completion.
 //   - The relay: a chat from a connection of a ring is queued, under the
-//     room's lock, for every receiver, each receiver's lock taken once:
-//     one that nothing else was writing to (not flushing) joins the loop's
-//     batch with the chat in its batch buffer (bout), and is flushing from
-//     then on: whatever else comes for it, from any thread, goes behind,
-//     in its out buffer. At the end of the round (the completions one
+//     room's lock, for every receiver (its lock taken here, and once more
+//     at its send's completion): one that nothing else was writing to
+//     (not flushing) joins the loop's batch with the chat in its batch
+//     buffer (bout), and is flushing from then on: whatever else comes for
+//     it, from any thread, goes behind, in its out buffer. At the end of the round (the completions one
 //     wait brought) every receiver of the batch gets one send of its batch
 //     buffer (non-blocking: MSG_DONTWAIT, so a full socket completes with
 //     EAGAIN rather than waits), prepared without its lock (only the
