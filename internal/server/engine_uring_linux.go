@@ -286,8 +286,10 @@ type urLoop struct {
 	sends      []*conn // connections with a send in flight, by the send's user data
 	sendFree   []int32
 	ts         unix.Timespec
-	pool       bufPool  // idle connections' readers and scratch buffers
-	outPool    [][]byte // batch buffers
+	// sendsPrepared: the sends prepared since the last submission
+	sendsPrepared uint32
+	pool          bufPool  // idle connections' readers and scratch buffers
+	outPool       [][]byte // batch buffers
 }
 
 // startURing starts the rings once (every loop's ring is made on its own
@@ -482,16 +484,17 @@ func (l *urLoop) run(ready chan<- error) {
 			wait = 0 // posted work: submit what it armed, do not wait
 		}
 		l.flushBatch()
-		// The sends and recvs go in without the scheduler's bookkeeping
-		// (a busy loop rarely waits: the sends' completions are there at
-		// once); only a wait for completions blocks.
+		// The sends and recvs go in without the scheduler's bookkeeping.
+		// With nothing to handle, the same system call waits: the sends
+		// complete during the submission (non-blocking), so it waits for
+		// one completion more than they make.
 		var err error
-		if l.ring.Unsubmitted() > 0 {
+		if wait == 1 && l.ring.Ready() == 0 {
+			err = l.wait(l.sendsPrepared+1, timeout)
+		} else if l.ring.Unsubmitted() > 0 {
 			err = l.ring.SubmitNonblocking()
 		}
-		if err == nil && wait == 1 && l.ring.Ready() == 0 {
-			err = l.wait(timeout)
-		}
+		l.sendsPrepared = 0
 		if wait == 1 {
 			l.qmu.Lock()
 			l.sleeping = false
@@ -519,16 +522,16 @@ func (l *urLoop) run(ready chan<- error) {
 	l.teardown()
 }
 
-// wait waits for a completion. With connections (a timeout: the next
+// wait submits what is prepared and waits for n completions. With connections (a timeout: the next
 // scan) it keeps its P, which holdProcs reserved, as the epoll engine's
 // loops do: no scheduler bookkeeping, no hand-off of the P by sysmon and
 // no wait for one on return. Without connections it waits as a blocking
 // system call, for as long as it takes.
-func (l *urLoop) wait(timeout *unix.Timespec) error {
+func (l *urLoop) wait(n uint32, timeout *unix.Timespec) error {
 	if timeout == nil {
-		return l.ring.SubmitWait(1, nil)
+		return l.ring.SubmitWait(n, nil)
 	}
-	err := l.ring.WaitNonblocking(1, timeout)
+	err := l.ring.WaitNonblocking(n, timeout)
 	if errors.Is(err, unix.EINTR) {
 		// most likely a preemption request: let the scheduler have it
 		runtime.Gosched()
@@ -633,6 +636,7 @@ func (l *urLoop) sqe() *uring.SQE {
 		if q := l.ring.GetSQE(); q != nil {
 			return q
 		}
+		l.sendsPrepared = 0 // submitted: their completions are waiting
 		if err := l.ring.SubmitWait(0, nil); err != nil {
 			l.reap() // EBUSY: make room in the completion queue
 		}
@@ -1214,6 +1218,7 @@ func (l *urLoop) flushConns(b []*conn) {
 			continue
 		}
 		k.flushed = true
+		l.sendsPrepared++
 		// k.fd: the descriptor stays open while sending counts this send
 		uring.PrepSend(q, k.fd, unsafe.Pointer(&k.bout[0]), len(k.bout), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, urSend|uint64(l.sendSlot(o)))
 	}
