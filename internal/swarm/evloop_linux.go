@@ -50,6 +50,9 @@ type evEngine struct {
 	// which each one's epoll events carry (no lock, no map on the path of
 	// an event); nil once detached.
 	conns []atomic.Pointer[evConn]
+	// users are the same users, which is all an event needs: the loop
+	// reads one entry of it and the user's own state.
+	users []atomic.Pointer[user]
 	next  int
 	wg    sync.WaitGroup
 	// closing ends the loops; base (nanotime, once set) starts the timed
@@ -68,6 +71,16 @@ type evLoop struct {
 	mu           sync.Mutex
 	// pending: the users attached before the start (under mu).
 	pending []*evConn
+	// rec is the recorder of the loop's users (made at the first attach,
+	// before the loop uses it).
+	rec *recorder
+
+	// readers are the loop's idle packet readers. A user holds one only
+	// while bytes of an incomplete packet wait in it, and takes the last
+	// one given back when its socket is ready: the same few readers and
+	// their buffers serve all, and stay in the cache (the kernel copies
+	// into them).
+	readers []*protocol.Reader
 
 	// The loop's thread only: the paced users' next sends (a min-heap on
 	// evConn.next), and whether it has started them and made them leave.
@@ -77,10 +90,9 @@ type evLoop struct {
 
 // evConn is a user served by a loop until its handler says it is done.
 type evConn struct {
-	l      *evLoop
-	idx    int32 // in evEngine.conns
-	u      *user
-	handle func(protocol.Frame) (bool, error)
+	l   *evLoop
+	idx int32 // in evEngine.conns
+	u   *user
 	// ended is called once, from the loop's thread, with the user's
 	// outcome; the descriptor is then no longer the loop's.
 	ended func(error)
@@ -101,7 +113,7 @@ type evConn struct {
 
 // newEvEngine starts n loops for at most users users.
 func newEvEngine(n, users int) (*evEngine, error) {
-	e := &evEngine{conns: make([]atomic.Pointer[evConn], users)}
+	e := &evEngine{conns: make([]atomic.Pointer[evConn], users), users: make([]atomic.Pointer[user], users)}
 	// The loops hold their Ps while they wait (see wait): one more is
 	// left for the rest of the run.
 	if p := runtime.GOMAXPROCS(0); p < n+1 {
@@ -157,6 +169,11 @@ func (e *evEngine) close() {
 			c.l.detach(c, errors.New("the run ended"))
 		}
 	}
+	for _, l := range e.loops {
+		if l.rec != nil {
+			l.rec.flush()
+		}
+	}
 	if e.procs > 0 && runtime.GOMAXPROCS(0) == e.raised {
 		runtime.GOMAXPROCS(e.procs)
 	}
@@ -189,18 +206,18 @@ func (e *evEngine) leave() {
 	e.wake()
 }
 
-// attach hands the user's socket to a loop, which calls start at the
-// start of the timed phase (nil: nothing) and handle with every packet
-// until it says done or fails, then ended.
-func (e *evEngine) attach(u *user, start func() error, handle func(protocol.Frame) (bool, error), ended func(error)) error {
-	return e.attachConn(&evConn{u: u, start: start, handle: handle, ended: ended, hi: -1})
+// attachTurns hands a turn-taking user's socket to a loop, which calls
+// its firstTurn at the start of the timed phase and its turnFrame with
+// every packet until it says done or fails, then ended.
+func (e *evEngine) attachTurns(u *user, ended func(error)) error {
+	return e.attachConn(&evConn{u: u, start: u.firstTurn, ended: ended, hi: -1})
 }
 
 // attachPaced hands a paced user to a loop, which reads its socket and
 // sends its chats, the first offset after the start (see start), until
 // it has left its room (see leave) or fails, then calls ended.
 func (e *evEngine) attachPaced(u *user, offset time.Duration, ended func(error)) error {
-	return e.attachConn(&evConn{u: u, handle: u.pacedFrame, ended: ended, hi: -1, paced: true, offset: int64(offset)})
+	return e.attachConn(&evConn{u: u, ended: ended, hi: -1, paced: true, offset: int64(offset)})
 }
 
 func (e *evEngine) attachConn(c *evConn) error {
@@ -239,9 +256,20 @@ func (e *evEngine) attachConn(c *evConn) error {
 		}
 	}
 
-	l := e.loops[e.next%len(e.loops)]
+	li := e.next % len(e.loops)
+	l := e.loops[li]
 	c.l, c.idx = l, int32(e.next)
 	e.next++
+	if l.rec == nil {
+		rs := u.r.rs
+		l.rec = &recorder{rs: rs, shard: rs.shards[li%len(rs.shards)], shared: true}
+	}
+	u.rec = l.rec
+	if u.rd != nil && u.rd.Buffered() == 0 {
+		// The loop lends it one when its socket is ready.
+		u.rd = nil
+	}
+	e.users[c.idx].Store(u)
 	e.conns[c.idx].Store(c)
 	l.mu.Lock()
 	l.pending = append(l.pending, c)
@@ -249,6 +277,8 @@ func (e *evEngine) attachConn(c *evConn) error {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: c.idx}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		e.conns[c.idx].Store(nil)
+		e.users[c.idx].Store(nil)
+		u.rec = nil
 		l.mu.Lock()
 		c.gone = true
 		l.mu.Unlock()
@@ -282,19 +312,45 @@ func (l *evLoop) run() {
 				l.notified()
 				continue
 			}
-			c := l.e.conns[idx].Load()
-			if c == nil {
+			u := l.e.users[idx].Load()
+			if u == nil {
 				continue
 			}
-			c.u.l.mayRead = true
-			if stop, err := c.u.pump(c.handle); stop {
-				l.detach(c, err)
+			if u.rd == nil {
+				u.rd = l.reader(u.l)
+			}
+			u.l.mayRead = true
+			var stop bool
+			var err error
+			if u.r.rs.paced {
+				stop, err = u.pump(u.pacedFrame)
+			} else {
+				stop, err = u.pump(u.turnFrame)
+			}
+			if stop {
+				l.detach(l.e.conns[idx].Load(), err)
+			} else if u.rd.Buffered() == 0 {
+				l.readers = append(l.readers, u.rd)
+				u.rd = nil
 			}
 		}
 		if len(l.timers) > 0 {
 			l.fire()
 		}
 	}
+}
+
+// reader lends a reader of lk: the last one given back, or a new one.
+func (l *evLoop) reader(lk *link) *protocol.Reader {
+	n := len(l.readers)
+	if n == 0 {
+		return protocol.NewReader(lk, maxPacket)
+	}
+	rd := l.readers[n-1]
+	l.readers[n-1] = nil
+	l.readers = l.readers[:n-1]
+	rd.Reset(lk)
+	return rd
 }
 
 // wait waits up to msec (-1: without end) for events, in a raw system
@@ -512,6 +568,7 @@ func (l *evLoop) detach(c *evConn, err error) {
 	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	l.remove(c)
 	l.e.conns[c.idx].Store(nil)
+	l.e.users[c.idx].Store(nil)
 	l.mu.Lock()
 	c.gone = true
 	l.mu.Unlock()

@@ -5,8 +5,6 @@ package swarm
 import (
 	"errors"
 	"time"
-
-	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 const evSupported = false
@@ -15,13 +13,11 @@ var errNoEpoll = errors.New("engine epoll: only on Linux")
 
 type evEngine struct{}
 
-func newEvEngine(int, int) (*evEngine, error) { return nil, errNoEpoll }
-func (e *evEngine) close()                    {}
-func (e *evEngine) start(int64)               {}
-func (e *evEngine) leave()                    {}
-func (e *evEngine) attach(*user, func() error, func(protocol.Frame) (bool, error), func(error)) error {
-	return errNoEpoll
-}
+func newEvEngine(int, int) (*evEngine, error)                           { return nil, errNoEpoll }
+func (e *evEngine) close()                                              {}
+func (e *evEngine) start(int64)                                         {}
+func (e *evEngine) leave()                                              {}
+func (e *evEngine) attachTurns(*user, func(error)) error                { return errNoEpoll }
 func (e *evEngine) attachPaced(*user, time.Duration, func(error)) error { return errNoEpoll }
 func (l *link) evCloseLink() (bool, error)                              { return false, nil }
 func (l *link) evControl(func(int)) bool                                { return false }

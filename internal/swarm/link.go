@@ -21,37 +21,42 @@ import (
 // messages (one packet each) are read as one stream, so that the same
 // protocol.Reader serves both.
 type link struct {
+	// Raw mode (TCP, the timed phase of turn-taking): the user's whole
+	// loop runs inside one syscall.RawConn.Read callback, reading the
+	// socket with read(2) itself, so that after a read that drained the
+	// socket it waits for readiness instead of trying (and failing) one
+	// more read: one read(2) per wake-up instead of two. What every read
+	// and write touches comes first (one cache line).
+	fd      int
+	raw     bool
+	mayRead bool
+	// onLoop is set while an event loop's thread runs the user (writes
+	// then wait with poll(2), up to writeTimeout).
+	onLoop bool
+	// rbuf, when set (batched reads), holds what one read(2) returned.
+	rbuf         []byte
+	rpos, rend   int
+	writeTimeout time.Duration
+
 	nc net.Conn
 	ws *websocket.Conn
 	mr io.Reader // the WebSocket message being read
 	// wmu serialises WebSocket writes (gorilla allows one writer; a paced
 	// user writes from its sender and, for a Ping, from its reader).
 	wmu sync.Mutex
-
-	// Raw mode (TCP, the timed phase of turn-taking): the user's whole
-	// loop runs inside one syscall.RawConn.Read callback, reading the
-	// socket with read(2) itself, so that after a read that drained the
-	// socket it waits for readiness instead of trying (and failing) one
-	// more read: one read(2) per wake-up instead of two.
-	rc      syscall.RawConn
-	raw     bool
-	fd      int
-	mayRead bool
-	// rbuf, when set (batched reads), holds what one read(2) returned.
-	rbuf       []byte
-	rpos, rend int
+	rc  syscall.RawConn
 
 	// The epoll engine (evloop_linux.go): evfd is the duplicate descriptor
 	// a loop reads once the net.Conn is closed; evState says who owns it
 	// (under evMu); evClose asks the loop to close it when it lets go.
-	// onLoop is set while a loop's thread runs the user (writes then wait
-	// with poll(2), up to writeTimeout).
-	evMu         sync.Mutex
-	evfd         int
-	evState      int
-	evClose      bool
-	onLoop       bool
-	writeTimeout time.Duration
+	evMu    sync.Mutex
+	evfd    int
+	evState int
+	evClose bool
+
+	// To 192 bytes, a size the allocator aligns to cache lines
+	// (TestHotLines).
+	_ [32]byte
 }
 
 // States of a link's descriptor under the epoll engine.

@@ -289,7 +289,7 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 				} else {
 					u.confirmLowat = !u.batch && spec.Count > 0 && spec.Duration == 0
 					r.lowats = r.lowats || u.batch || u.confirmLowat
-					err = ev.attach(u, u.firstTurn, u.turnHandler(), ended)
+					err = ev.attachTurns(u, ended)
 				}
 				if err != nil {
 					userEnded(u, err)

@@ -30,7 +30,7 @@ func (u *user) turns() error {
 	if err := u.firstTurn(); err != nil {
 		return err
 	}
-	return u.loop(u.turnHandler())
+	return u.loop(u.turnFrame)
 }
 
 // firstTurn starts the user's timed phase of turn-taking: user 1 sends
@@ -42,83 +42,82 @@ func (u *user) firstTurn() error {
 	return nil
 }
 
-// turnHandler is the user's packet handler in turn-taking.
-func (u *user) turnHandler() func(protocol.Frame) (bool, error) {
+// turnFrame is the user's packet handler in turn-taking (a method, not a
+// closure: what it needs is on the user's hot lines and the room's).
+func (u *user) turnFrame(f protocol.Frame) (bool, error) {
 	r := u.r
 	rs := r.rs
 	n := int64(len(r.users))
 	myTurn := int64(u.num - 1)
 	count := int64(rs.spec.Count)
-	return func(f protocol.Frame) (bool, error) {
-		u.seen(f)
-		switch f.ID {
-		case protocol.IDChat:
-			if f.Type == protocol.Confirm {
-				u.confirms++
-				u.confirmPending--
-				if u.batch {
-					if len(f.Raw) != r.confirmSize {
-						u.batchOff.Store(true)
-					}
+	u.seen(f)
+	switch f.ID {
+	case protocol.IDChat:
+		if f.Type == protocol.Confirm {
+			u.confirms++
+			u.confirmPending--
+			if u.batch {
+				if len(f.Raw) != r.confirmSize {
+					u.batchOff.Store(true)
 				}
-				return false, nil
 			}
-			v, err := protocol.ParseChat(f.Body)
-			if err != nil {
-				return false, u.failIO("read", err)
-			}
-			if f.Type != protocol.Indication || v.RoomID != 0 {
-				return false, u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
-			}
-			s := markNumber(v.UserName)
-			if u.batch && (s < 1 || s > n || len(f.Raw) != r.indSize[s-1]) {
-				u.batchOff.Store(true)
-			}
-			if !u.acceptTurn(v.UserName, v.Text, s, n) || u.exited {
-				return false, nil
-			}
-			if u.confirmLowat && u.sent+u.counted == count*n {
-				u.awaitExits()
-			}
-			if u.sent+u.counted != u.sent*n+myTurn {
-				if u.mayLeave() {
-					return false, u.sendExit()
-				}
-				return false, nil
-			}
-			switch {
-			case count > 0 && u.sent < count && !rs.stopping.Load():
-				return false, u.sendChat()
-			case count == 0 && !(u.num == 1 && rs.stopping.Load()):
-				return false, u.sendChat()
-			case u.num == 1:
-				return false, u.sendExit()
-			}
-		case protocol.IDExitRoom:
-			if f.Type != protocol.Indication {
-				return false, nil
-			}
-			if !u.roomNews(f) {
-				return false, nil
-			}
-			u.exits++
+			return false, nil
+		}
+		v, err := protocol.ParseChat(f.Body)
+		if err != nil {
+			return false, u.failIO("read", err)
+		}
+		if f.Type != protocol.Indication || v.RoomID != 0 {
+			return false, u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
+		}
+		s := markNumber(v.UserName)
+		if u.batch && (s < 1 || s > n || len(f.Raw) != r.indSize[s-1]) {
+			u.batchOff.Store(true)
+		}
+		if !u.acceptTurn(v.UserName, v.Text, s, n) || u.exited {
+			return false, nil
+		}
+		if u.confirmLowat && u.sent+u.counted == count*n {
+			u.awaitExits()
+		}
+		if u.sent+u.counted != u.sent*n+myTurn {
 			if u.mayLeave() {
 				return false, u.sendExit()
 			}
-		case protocol.IDEnterRoom:
-			if f.Type == protocol.Indication {
-				u.roomNews(f)
-			}
-		case protocol.IDRoomList:
-			if f.Type == protocol.Confirm && u.exited {
-				u.done.Store(true)
-				return true, nil
-			}
-		default:
-			return false, u.other(f)
+			return false, nil
 		}
-		return false, nil
+		switch {
+		case count > 0 && u.sent < count && !rs.stopping.Load():
+			return false, u.sendChat()
+		case count == 0 && !(u.num == 1 && rs.stopping.Load()):
+			return false, u.sendChat()
+		case u.num == 1:
+			return false, u.sendExit()
+		}
+	case protocol.IDExitRoom:
+		if f.Type != protocol.Indication {
+			return false, nil
+		}
+		if !u.roomNews(f) {
+			return false, nil
+		}
+		u.exits++
+		if u.mayLeave() {
+			return false, u.sendExit()
+		}
+	case protocol.IDEnterRoom:
+		if f.Type == protocol.Indication {
+			u.roomNews(f)
+		}
+	case protocol.IDRoomList:
+		if f.Type == protocol.Confirm && u.exited {
+			u.done.Store(true)
+			return true, nil
+		}
+	default:
+		return false, u.other(f)
 	}
+	return false, nil
 }
 
 // mayLeave says whether a user other than user 1 leaves now: Mark's

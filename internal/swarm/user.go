@@ -106,39 +106,35 @@ type turnSlot struct {
 }
 
 // user is one simulated chat user (one connection).
+//
+// The fields that every packet of the timed phase touches come first, on
+// the object's first two cache lines (an object of more than 480 bytes is
+// 64-byte aligned): with thousands of users, a user's state has left the
+// cache each time its socket is ready again, and each line it touches is
+// a miss.
 type user struct {
-	r    *room
-	num  int // Mark<num>, 1-based
-	name string
-	l    *link
-	rd   *protocol.Reader
+	r  *room
+	l  *link
+	rd *protocol.Reader // nil between reads on an event loop (see evLoop.readers)
+	// rec buffers the latency values and timeline counts: the user's own,
+	// or its event loop's.
+	rec *recorder
 
-	chat, enter, exit, roomList []byte
-	// chatNumber is where the chat's number sits in chat (see ledger.go).
-	chatNumber int
-
-	// Owned by the user's reading goroutine.
-	sent, received, confirms int64
+	// Owned by the user's reading goroutine (or loop).
+	sent, received int64
 	// counted is the room's chats this user has received from the room's
 	// users, each once: with sent, its progress through the room's turns.
-	counted         int64
-	exits           int
-	exited          bool
-	done            atomic.Bool
-	ledger          ledger
-	shard           *histShard
-	lat             [nKinds][latBatch]int64
-	latN            [nKinds]int
-	tlNext, tlStart int64
-	tlSent, tlRecv  int64
+	counted int64
+	lastPkt atomic.Uint64 // id<<32 | type, for stall reports
 
-	// Batched reads (Config.BatchReads): the low-water mark set, the
-	// confirm this user still expects, and the switch the watchdog or a
-	// packet of an unexpected size turns off.
-	batch          bool
-	batchOff       atomic.Bool
-	lowat          int
+	num            int // Mark<num>, 1-based
+	exits          int
 	confirmPending int
+	exited         bool
+	// Batched reads (Config.BatchReads): the low-water mark set, the
+	// confirm this user still expects (confirmPending), and the switch the
+	// watchdog or a packet of an unexpected size turns off (batchOff).
+	batch bool
 	// confirmLowat (the epoll engine: turn-taking with a count, reads not
 	// batched, or paced): the socket's receive low-water mark is one byte
 	// more than a chat confirm until the user has had every chat of its
@@ -148,8 +144,20 @@ type user struct {
 	// is longer): one read fewer per chat sent, every indication still
 	// timed as it arrives. Set before the timed phase.
 	confirmLowat bool
+	ledger       ledger
 
-	lastPkt atomic.Uint64 // id<<32 | type, for stall reports
+	chat []byte
+	// chatNumber is where the chat's number sits in chat (see ledger.go).
+	chatNumber int
+	confirms   int64
+	lowat      int
+	batchOff   atomic.Bool
+	done       atomic.Bool
+
+	name                  string
+	enter, exit, roomList []byte
+	// shard is where the user's own recorder flushes.
+	shard   *histShard
 	setupAt time.Duration // connect to EnterRoom confirm
 
 	// Paced mode.
@@ -164,6 +172,10 @@ type user struct {
 	sentIn, readIn int64
 	// storm is the user's part of a storm (nil in other runs).
 	storm *stormUser
+
+	// Past 480 bytes, so that the allocator aligns users to cache lines
+	// (TestHotLines).
+	_ [32]byte
 }
 
 // sendSlot is a paced send: the message number and its times, written by
@@ -253,26 +265,54 @@ func newRoom(rs *runState, index, num, users int) (*room, error) {
 	return r, nil
 }
 
-// record buffers one latency value of kind k (nanoseconds).
-func (u *user) record(k int, v int64) {
-	n := u.latN[k]
-	u.lat[k][n] = v
-	n++
-	if n == latBatch {
-		u.flushLat(k, n)
-		n = 0
-	}
-	u.latN[k] = n
+// recorder buffers latency values (by kind) and timeline counts for a
+// histogram shard and the run's timeline: one per user on goroutines, one
+// per event loop, shared by its users, on the epoll engine (what every
+// packet writes then stays in the cache). Only its owner's goroutine or
+// loop uses it.
+type recorder struct {
+	rs    *runState
+	shard *histShard
+	// shared: a loop's, which the loop flushes (see evEngine.close), not
+	// each user when it ends.
+	shared          bool
+	latN            [nKinds]int
+	tlNext, tlStart int64
+	tlSent, tlRecv  int64
+	lat             [nKinds][latBatch]int64
 }
 
-func (u *user) flushLat(k, n int) {
+// recorder is the user's recorder: its loop's, or its own, made at the
+// first use.
+func (u *user) recorder() *recorder {
+	if u.rec == nil {
+		u.rec = &recorder{rs: u.r.rs, shard: u.shard}
+	}
+	return u.rec
+}
+
+// record buffers one latency value of kind k (nanoseconds).
+func (u *user) record(k int, v int64) { u.recorder().record(k, v) }
+
+func (c *recorder) record(k int, v int64) {
+	n := c.latN[k]
+	c.lat[k][n] = v
+	n++
+	if n == latBatch {
+		c.flushLat(k, n)
+		n = 0
+	}
+	c.latN[k] = n
+}
+
+func (c *recorder) flushLat(k, n int) {
 	if n == 0 {
 		return
 	}
-	s := u.shard
+	s := c.shard
 	s.mu.Lock()
 	h := s.hist(k)
-	for _, v := range u.lat[k][:n] {
+	for _, v := range c.lat[k][:n] {
 		if v < 0 {
 			v = 0
 		} else if v > results.HistogramHighest {
@@ -284,32 +324,42 @@ func (u *user) flushLat(k, n int) {
 }
 
 // tick counts sent and received messages in the timeline, flushing the
-// user's counts once per second of the timed phase.
-func (u *user) tick(now, sent, recv int64) {
-	if now >= u.tlNext {
-		u.flushTimeline()
-		base := u.r.rs.base
+// counts once per second of the timed phase.
+func (u *user) tick(now, sent, recv int64) { u.recorder().tick(now, sent, recv) }
+
+func (c *recorder) tick(now, sent, recv int64) {
+	if now >= c.tlNext {
+		c.flushTimeline()
+		base := c.rs.base
 		sec := (now - base) / int64(time.Second)
-		u.tlStart = sec * int64(time.Second)
-		u.tlNext = base + u.tlStart + int64(time.Second)
+		c.tlStart = sec * int64(time.Second)
+		c.tlNext = base + c.tlStart + int64(time.Second)
 	}
-	u.tlSent += sent
-	u.tlRecv += recv
+	c.tlSent += sent
+	c.tlRecv += recv
 }
 
-func (u *user) flushTimeline() {
-	if u.tlSent != 0 || u.tlRecv != 0 {
-		u.r.rs.timeline.AddElapsed(time.Duration(u.tlStart), u.tlSent, u.tlRecv)
-		u.tlSent, u.tlRecv = 0, 0
+func (c *recorder) flushTimeline() {
+	if c.tlSent != 0 || c.tlRecv != 0 {
+		c.rs.timeline.AddElapsed(time.Duration(c.tlStart), c.tlSent, c.tlRecv)
+		c.tlSent, c.tlRecv = 0, 0
 	}
 }
 
-func (u *user) flushAll() {
+func (c *recorder) flush() {
 	for k := 0; k < nKinds; k++ {
-		u.flushLat(k, u.latN[k])
-		u.latN[k] = 0
+		c.flushLat(k, c.latN[k])
+		c.latN[k] = 0
 	}
-	u.flushTimeline()
+	c.flushTimeline()
+}
+
+// flushAll flushes the user's own recorder (a loop's is the loop's to
+// flush).
+func (u *user) flushAll() {
+	if u.rec != nil && !u.rec.shared {
+		u.rec.flush()
+	}
 }
 
 func (u *user) seen(f protocol.Frame) {
