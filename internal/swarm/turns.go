@@ -88,7 +88,13 @@ func (u *user) turnFrame(f protocol.Frame) (bool, error) {
 		}
 		switch {
 		case count > 0 && u.sent < count && !rs.stopping.Load():
-			return false, u.sendChat()
+			err := u.sendChat()
+			if err == nil && u.confirmLowat && u.sent+u.counted == count*n {
+				// The room's last chat, sent by its last user: what
+				// comes next is its confirm and the exits.
+				u.awaitExits()
+			}
+			return false, err
 		case count == 0 && !(u.num == 1 && rs.stopping.Load()):
 			return false, u.sendChat()
 		case u.num == 1:
@@ -104,6 +110,12 @@ func (u *user) turnFrame(f protocol.Frame) (bool, error) {
 		u.exits++
 		if u.mayLeave() {
 			return false, u.sendExit()
+		}
+		if u.confirmLowat && u.sent+u.counted == count*n {
+			// Woken before every exit it waits for had come (they came
+			// apart): the mark is what is still to come, or the last of
+			// them would not wake it.
+			u.awaitExits()
 		}
 	case protocol.IDEnterRoom:
 		if f.Type == protocol.Indication {
