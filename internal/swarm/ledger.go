@@ -224,7 +224,7 @@ func (u *user) identify(s int64, text []byte) (j int64, fresh bool) {
 	g := &u.ledger
 	rs := u.r.rs
 	ts, j, ok, intact := parseText(text)
-	count := int64(rs.spec.Count)
+	count := u.r.count
 	if !ok || ts != s || j < 1 || (count > 0 && j > count) {
 		g.corrupted++
 		g.unread++

@@ -66,8 +66,10 @@ type room struct {
 	// every receiver has had chat k: each user sends once in every users
 	// consecutive chats, and only after it has received every earlier chat
 	// (the turn rule), so len >= users is enough.
-	slots    []turnSlot
-	mask     int64
+	slots []turnSlot
+	mask  int64
+	// count is the run's Spec.Count, here on a line every chat reads.
+	count    int64
 	lastSend atomic.Int64
 	// progress counts sends, exits and completions (and receipts in paced
 	// mode): the stall watchdog watches it.
@@ -209,7 +211,7 @@ func pacedRingSize(cfg *Spec) int {
 }
 
 func newRoom(rs *runState, index, num, users int) (*room, error) {
-	r := &room{rs: rs, index: index, num: num, name: "Room" + strconv.Itoa(num)}
+	r := &room{rs: rs, index: index, num: num, name: "Room" + strconv.Itoa(num), count: int64(rs.spec.Count)}
 	size := 1
 	for size < users {
 		size <<= 1
