@@ -603,3 +603,21 @@ func TestStormLeaks(t *testing.T) {
 	assert.Equal(t, results.ScenarioStorm, d.Config.Scenario)
 	require.NoError(t, d.Validate())
 }
+
+// TestProbeCoalesce: a server's coalescing window (serve --coalesce) is
+// read from its metrics and recorded with its usage, so that runs with
+// and without one are told apart.
+func TestProbeCoalesce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the epoll engine is Linux's")
+	}
+	checkGoroutines(t)
+	s := startServer(t, server.Config{MetricsListen: "127.0.0.1:0", Engine: server.EngineEpoll, Coalesce: 300 * time.Microsecond})
+	probe := metricsProbe{url: "http://" + s.MetricsAddr().String() + "/metrics"}
+	a := probe.sample(context.Background())
+	require.True(t, a.ok, "%v", a.err)
+	assert.InDelta(t, 0.0003, a.coalesce, 1e-12)
+	u := serverUsage(a, a, 1, 1)
+	assert.InDelta(t, 0.0003, u.CoalesceSeconds, 1e-12)
+	assert.Equal(t, server.EngineEpoll, u.Engine)
+}

@@ -35,6 +35,9 @@ type serverSample struct {
 	// engine is the engine the server said it uses
 	// (volanogo_server_info), "" when it did not say.
 	engine string
+	// coalesce is the server's coalescing window in seconds
+	// (volanogo_server_coalesce_seconds), 0 when it did not say.
+	coalesce float64
 	// Out of descriptors: connections refused at accept for lack of
 	// descriptors, and the limit (0: unknown).
 	refusedOpenFiles, maxFDs int64
@@ -97,6 +100,9 @@ func (p metricsProbe) sample(ctx context.Context) serverSample {
 			break
 		}
 	}
+	if v, ok := s.Get("volanogo_server_coalesce_seconds"); ok {
+		out.coalesce = v
+	}
 	if v, ok := s.Sum("volanogo_connections_refused_total", "reason", "open_files"); ok {
 		out.refusedOpenFiles = int64(v)
 	}
@@ -124,6 +130,8 @@ func serverUsage(a, b serverSample, elapsed float64, total int64) *results.Serve
 		OpenFDs:       b.openFDs,
 		GOMAXPROCS:    b.gomaxprocs,
 		Engine:        cmp.Or(b.engine, a.engine),
+		// (One server, one value: the later sample's, or the earlier's.)
+		CoalesceSeconds: cmp.Or(b.coalesce, a.coalesce),
 	}
 	if b.hasOpen {
 		u.OpenConnections = b.open

@@ -37,6 +37,7 @@ type serveOptions struct {
 	logLevel                        string
 	engine                          string
 	loops                           int
+	coalesce                        time.Duration
 }
 
 func newServeCmd(io *IO) *cobra.Command {
@@ -74,7 +75,12 @@ the chats of a round go to all of their rooms in one system call; if the kernel 
 io_uring (too old, sysctl kernel.io_uring_disabled, a seccomp filter) serve
 fails at start and says why. auto takes uring if it starts, else epoll,
 else goroutine, and logs which and why. WebSocket connections are always
-served by goroutines, whatever the engine.
+served by goroutines, whatever the engine. --coalesce (epoll only, off by
+default) makes a loop that woke for few events sleep that long before it
+looks for more, as a network card's interrupt moderation: when chats arrive
+one at a time (paced runs) they are then taken several to a wake-up, for up
+to that much more latency; the metrics say it (volanogo_server_coalesce_seconds)
+and volanogo load records it with each run.
 
 Rooms are permanent (--room, --rooms-file) or dynamic: a dynamic room is
 created by the default room of a client's Access request and removed as soon
@@ -130,6 +136,7 @@ ends it at once.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.engine, "engine", server.EngineGoroutine, "how TCP connections are served: goroutine (one each), epoll (Linux: event loops), uring (Linux: io_uring rings) or auto (uring, else epoll, else goroutine); WebSocket always uses goroutines")
 	f.IntVar(&o.loops, "loops", 0, "event loops (rings) of the epoll and uring engines (0: one per processor but one, at least one)")
+	f.DurationVar(&o.coalesce, "coalesce", 0, "--engine epoll: after a wake-up with few events, a loop waits this long (at most 10ms) before it looks for more, so that chats arriving one at a time are taken together: fewer wake-ups for up to this much more latency (0: no wait)")
 	return cmd
 }
 
@@ -189,6 +196,12 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 	if o.loops < 0 {
 		return &UsageError{Err: fmt.Errorf("--loops must not be negative (got %d)", o.loops)}
 	}
+	switch {
+	case o.coalesce < 0 || o.coalesce > server.MaxCoalesce:
+		return &UsageError{Err: fmt.Errorf("--coalesce must be between 0 and %v (got %v)", server.MaxCoalesce, o.coalesce)}
+	case o.coalesce > 0 && o.engine != server.EngineEpoll:
+		return &UsageError{Err: fmt.Errorf("--coalesce: only with --engine epoll (got %s)", o.engine)}
+	}
 	if o.listen == "" && o.wsListen == "" {
 		return &UsageError{Err: fmt.Errorf("nothing to serve: --listen and --ws-listen are both empty")}
 	}
@@ -201,7 +214,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		HandshakeTimeout: o.handshakeTimeout, DrainTimeout: o.drainTimeout,
 		SendBuffer: o.sendBuffer, SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: o.maxPacket,
 		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: o.roomListMax,
-		RequestRate: offIfZero(o.requestRate), Engine: o.engine, Loops: o.loops, Logger: logger,
+		RequestRate: offIfZero(o.requestRate), Engine: o.engine, Loops: o.loops, Coalesce: o.coalesce, Logger: logger,
 	})
 	if err != nil {
 		return &UsageError{Err: err}

@@ -125,6 +125,9 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--room", "A", "--room", "A", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, 2, `"A" is given twice`},
 		{[]string{"serve", "--listen", "", "--metrics-listen", ""}, 2, "nothing to serve"},
 		{[]string{"serve", "--engine", "kqueue"}, 2, `--engine: "kqueue" is not one of goroutine, epoll, uring, auto`},
+		{[]string{"serve", "--coalesce", "1ms"}, 2, "--coalesce: only with --engine epoll (got goroutine)"},
+		{[]string{"serve", "--engine", "epoll", "--coalesce", "11ms"}, 2, "--coalesce must be between 0 and 10ms (got 11ms)"},
+		{[]string{"serve", "--engine", "epoll", "--coalesce=-1ms"}, 2, "--coalesce must be between 0 and 10ms"},
 	} {
 		code, _, errOut := run(t, tc.args...)
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)

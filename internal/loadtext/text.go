@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/volanogo/volanogo/internal/buildinfo"
 	"github.com/volanogo/volanogo/internal/campaign"
@@ -139,6 +140,10 @@ func Run(w io.Writer, d *results.Document) {
 	if s := d.Server; s != nil {
 		fmt.Fprintf(w, "Server CPU         = %.2f s (%s), %s per message, RSS %s -> %s\n",
 			s.CPUSeconds, cpuShare(s.CPUPercent, serverMachineCPUs(d)), micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
+		if s.CoalesceSeconds > 0 {
+			fmt.Fprintf(w, "Server coalescing  = %s (serve --coalesce: an epoll loop waits so long after a round of few events)\n",
+				time.Duration(s.CoalesceSeconds*float64(time.Second)))
+		}
 	}
 	if t := d.TCP; t != nil {
 		fmt.Fprintf(w, "TCP (kernel)       = %s\n", tcpLine(t))

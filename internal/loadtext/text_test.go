@@ -88,6 +88,14 @@ func TestRun(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 	assert.NotContains(t, out, "Test failed.")
+	assert.NotContains(t, out, "Server coalescing")
+
+	// A server's coalescing window changes what it measured: said.
+	d.Server = &results.ServerUsage{CPUSeconds: 1, CoalesceSeconds: 0.0005}
+	b.Reset()
+	Run(&b, d)
+	assert.Contains(t, b.String(), "Server coalescing  = 500µs (serve --coalesce: an epoll loop waits so long after a round of few events)\n")
+	d.Server = nil
 
 	d.Integrity = &results.Integrity{Lost: 1, Receivers: 4}
 	d.Failures = []results.Failure{{Kind: results.FailLost, Count: 1, Example: "1 chats lost: Mark3 in Room1 never received chat 1 of Mark1"}}

@@ -329,6 +329,11 @@ type ServerUsage struct {
 	// ...); empty when it did not say (another server, an older volanogo,
 	// figures read from /proc).
 	Engine string `json:"engine,omitempty"`
+	// CoalesceSeconds is the epoll engine's coalescing window (serve
+	// --coalesce, volanogo_server_coalesce_seconds): how long a loop
+	// waited after a round of few events; zero without one or when the
+	// server did not say.
+	CoalesceSeconds float64 `json:"coalesce_seconds,omitempty"`
 	// CPUs and GOMAXPROCS the server ran with, when known.
 	CPUs       int `json:"cpus,omitempty"`
 	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
@@ -431,11 +436,12 @@ func (g *Integrity) ReorderedShare() (float64, bool) {
 // Paced is the outcome of an open-loop step.
 type Paced struct {
 	ConcurrentUsers int64 `json:"concurrent_users"`
-	// The rates count what was sent and read within the schedule's
-	// window (the duration, or count pauses), over that window: not the
-	// drain's deliveries.
-	InPerSecond  float64 `json:"in_per_second"`  // chats sent by clients
-	OutPerSecond float64 `json:"out_per_second"` // confirms + indications received
+	// InPerSecond is the chats the clients sent within the schedule's
+	// window (the duration, or count pauses), per second of it;
+	// OutPerSecond the confirms and indications they read within it: not
+	// the drain's deliveries.
+	InPerSecond  float64 `json:"in_per_second"`
+	OutPerSecond float64 `json:"out_per_second"` // confirms + indications read within the window
 	// Broken is set when the step broke: connections refused or dropped,
 	// messages lost, or p99 over the SLO. Reason says which.
 	Broken bool   `json:"broken"`

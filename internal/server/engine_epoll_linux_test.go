@@ -5,11 +5,14 @@ package server
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 // TestEpollNoGoroutinePerConnection: on the epoll engine, connections in
@@ -58,4 +61,40 @@ func TestEpollKeepsAProcessor(t *testing.T) {
 	defer cancel()
 	require.NoError(t, s.Shutdown(ctx))
 	assert.Equal(t, before, runtime.GOMAXPROCS(0))
+}
+
+// TestEpollCoalesce: with Config.Coalesce, a loop naps after a round of
+// few events before it looks for more: chats that come one at a time are
+// each relayed, in order, after the nap that follows the one before.
+func TestEpollCoalesce(t *testing.T) {
+	const nap = 5 * time.Millisecond
+	s := startServer(t, Config{Engine: EngineEpoll, Loops: 1, Coalesce: nap})
+	a := dial(t, s)
+	a.access("Nap")
+	a.enter("Nap", "a")
+	b := dial(t, s)
+	b.access("Nap")
+	b.enter("Nap", "b")
+	_, ok := a.expect().(*protocol.EnterRoom) // b's entry
+	require.True(t, ok)
+	const n = 20
+	start := time.Now()
+	for i := range n {
+		text := "chat " + strconv.Itoa(i)
+		a.send(chat("Nap", "a", text))
+		c, ok := a.expect().(*protocol.Chat)
+		require.True(t, ok)
+		assert.Equal(t, protocol.Confirm, c.Type)
+		c, ok = b.expect().(*protocol.Chat)
+		require.True(t, ok)
+		assert.Equal(t, protocol.Indication, c.Type)
+		assert.Equal(t, text, c.Text)
+	}
+	// (A preemption signal may end a nap early: a quarter of the naps.)
+	assert.GreaterOrEqual(t, time.Since(start), n*nap/4, "the loop napped")
+
+	for _, d := range []time.Duration{-1, MaxCoalesce + 1} {
+		_, err := New(Config{Engine: EngineEpoll, Coalesce: d})
+		require.Error(t, err, "coalesce %v", d)
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -148,6 +149,9 @@ var (
 	// connections and the build, so that a client comparing engines can
 	// read which one it measured (volanogo load records it).
 	descInfo = prometheus.NewDesc("volanogo_server_info", "The server: the engine serving its TCP chat connections and its version (always 1).", []string{"engine", "version"}, nil)
+	// descCoalesce is Config.Coalesce, which changes what a run measures
+	// (fewer wake-ups, more latency): volanogo load records it too.
+	descCoalesce = prometheus.NewDesc("volanogo_server_coalesce_seconds", "How long an epoll loop waits after a round of few events before it looks for more (serve --coalesce; 0: no wait).", nil, nil)
 )
 
 // version is the server's version for volanogo_server_info: the build's,
@@ -162,14 +166,15 @@ func version() string {
 type collector struct {
 	c *counters
 	// engine is the engine in use (Server.Engine), read at each scrape.
-	engine  func() string
-	version string
+	engine   func() string
+	version  string
+	coalesce time.Duration
 }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descReqRefused, descAcceptErrors,
 		descRooms, descUsers, descPacketsIn, descPacketsOut, descBytesIn, descBytesOut, descChats,
-		descDeliveries, descPrivate, descSlow, descInfo} {
+		descDeliveries, descPrivate, descSlow, descInfo, descCoalesce} {
 		ch <- d
 	}
 }
@@ -212,13 +217,15 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descPrivate, c.privateChats.Load())
 	counter(descSlow, c.closed[ReasonSlowConsumer].Load())
 	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, k.engine(), k.version)
+	ch <- prometheus.MustNewConstMetric(descCoalesce, prometheus.GaugeValue, k.coalesce.Seconds())
 }
 
 // register adds the server's collectors, plus the Go and process
-// collectors, to reg; engine says the engine in use.
-func (c *counters) register(reg prometheus.Registerer, engine func() string) error {
+// collectors, to reg; engine says the engine in use, coalesce its
+// Config.Coalesce.
+func (c *counters) register(reg prometheus.Registerer, engine func() string, coalesce time.Duration) error {
 	for _, col := range []prometheus.Collector{
-		collector{c: c, engine: engine, version: version()},
+		collector{c: c, engine: engine, version: version(), coalesce: coalesce},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

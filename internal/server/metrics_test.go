@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -147,4 +148,18 @@ volanogo_server_info{engine="` + s.Engine() + `",version="` + version() + `"} 1
 	require.NoError(t, testutil.GatherAndCompare(s.Registry(), strings.NewReader(expected), "volanogo_server_info"))
 	assert.Equal(t, engineOf(t), s.Engine())
 	assert.NotEmpty(t, version())
+}
+
+// TestMetricsCoalesce: the epoll engine's coalescing window is in the
+// metrics, which volanogo load records with the run (0 without one).
+func TestMetricsCoalesce(t *testing.T) {
+	for _, d := range []time.Duration{0, 250 * time.Microsecond} {
+		s := startServer(t, Config{Coalesce: d})
+		expected := fmt.Sprintf(`
+# HELP volanogo_server_coalesce_seconds How long an epoll loop waits after a round of few events before it looks for more (serve --coalesce; 0: no wait).
+# TYPE volanogo_server_coalesce_seconds gauge
+volanogo_server_coalesce_seconds %g
+`, d.Seconds())
+		require.NoError(t, testutil.GatherAndCompare(s.Registry(), strings.NewReader(expected), "volanogo_server_coalesce_seconds"))
+	}
 }
