@@ -31,11 +31,12 @@ type conn struct {
 	fd        int        // TCP on unix: the socket, for non-blocking writes; -1 otherwise
 	ws        *websocket.Conn
 	closed    bool
-	flushing  bool   // TCP: a writer goroutine owns out
-	lingering string // close with this reason once the queue is written
-	out       []byte // TCP: bytes the socket has not taken yet
-	inflight  int    // TCP: bytes handed to the writer's blocking write, not yet all taken
-	taken     int64  // TCP: bytes the kernel has taken (for the slow-consumer log line)
+	flushing  bool    // TCP: a writer goroutine owns out
+	lingering string  // close with this reason once the queue is written
+	out       []byte  // TCP: bytes the socket has not taken yet
+	inflight  int     // TCP: bytes handed to the writer's blocking write, not yet all taken
+	taken     int64   // TCP: bytes the kernel has taken (for the slow-consumer log line)
+	ur        *urSock // TCP on the io_uring engine: the socket and its loop state; nil otherwise
 	s         *Server
 	spare     []byte
 	wsq       [][]byte // WebSocket: packets waiting for the writer
@@ -44,7 +45,6 @@ type conn struct {
 	detail    string        // what was wrong, for the log
 	wake      chan struct{} // WebSocket writer
 	ev        *evSock       // TCP on the epoll engine: the socket and its loop state; nil otherwise
-	ur        *urSock       // TCP on the io_uring engine: the socket and its loop state; nil otherwise
 
 	nc     net.Conn
 	remote string

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,4 +129,14 @@ func TestEngineAuto(t *testing.T) {
 		require.NoError(t, s.Shutdown(ctx))
 		cancel()
 	}
+}
+
+// TestURingSockLayout: what a delivery touches of a urSock (its
+// connection, batch state and socket) is in its first 64 bytes, and the
+// allocator's size class (256) keeps those in one cache line.
+func TestURingSockLayout(t *testing.T) {
+	var k urSock
+	assert.LessOrEqual(t, unsafe.Sizeof(k), uintptr(256))
+	assert.Less(t, unsafe.Offsetof(k.fd), uintptr(64))
+	assert.Less(t, unsafe.Offsetof(k.bout), uintptr(64-24))
 }

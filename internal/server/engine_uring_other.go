@@ -35,7 +35,7 @@ func (k *urSock) attachConn(*conn) {}
 func (k *urSock) post()            {}
 func (c *conn) urWantOut()         {}
 
-func (l *urLoop) relay(*conn, *member, []*member, []byte, []byte) int { return 0 }
+func (l *urLoop) relay(*conn, []*conn, []byte, []byte) int { return 0 }
 
 // resolveEngine: only the goroutine engine runs here.
 func (s *Server) resolveEngine() error {

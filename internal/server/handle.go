@@ -309,7 +309,7 @@ func (c *conn) handleChat(body []byte) {
 	n := 0
 	if c.ur != nil && c.ur.loop != nil {
 		// io_uring: one submission for every receiver and the confirm
-		n = c.ur.loop.relay(c, m, r.members, b[:ind], b[ind:])
+		n = c.ur.loop.relay(c, r.conns, b[:ind], b[ind:])
 	} else {
 		for _, o := range r.conns {
 			if o != c {
