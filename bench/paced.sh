@@ -11,9 +11,10 @@
 # rate it held), the integrity line, and the acceptance: the p99 from the
 # schedule against the SLO, the server's share of the machine against 10%,
 # the client's share, and, for context, the kernel floor of the same rooms
-# (`volanogo floor`, measured just before the reading): its server CPU per
-# message and the share of the machine it would need at the reading's
-# rate. The load average is printed before and after each run: the
+# (`volanogo floor --chat-only`, measured just before the reading: a
+# paced run's server CPU is read at the drain, before the users leave):
+# its server CPU per message and the share of the machine it would need at
+# the reading's rate. The load average is printed before and after each run: the
 # machine is shared, and the shares are of the whole machine.
 #
 # A reading is users-per-room:pause. The default three:
@@ -81,8 +82,8 @@ for reading in $readings; do
 	echo "== $rooms rooms x $per users, one chat every $pause each, $duration"
 	fs=
 	if [ "$floor" != 0 ]; then
-		echo "floor: volanogo floor --rooms $rooms --users $per --count $floorcount (load average $(loadavg))"
-		if "$vg" floor --rooms "$rooms" --users "$per" --count "$floorcount" --json >"$tmp/floor.json" 2>"$tmp/floor.err"; then
+		echo "floor: volanogo floor --rooms $rooms --users $per --count $floorcount --chat-only (load average $(loadavg))"
+		if "$vg" floor --rooms "$rooms" --users "$per" --count "$floorcount" --chat-only --json >"$tmp/floor.json" 2>"$tmp/floor.err"; then
 			fs=$(sed -n 's/.*"server_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
 			fc=$(sed -n 's/.*"client_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
 			ft=$(sed -n 's/.*"throughput": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
