@@ -105,6 +105,10 @@ const (
 // exercise the recv per connection.
 var urMultishot = true
 
+// urFixedFiles: each ring registers its connections' sockets (Linux
+// 5.19); tests turn it off.
+var urFixedFiles = true
+
 // urSetup makes a loop's ring, on the loop's thread; tests replace it to
 // simulate a kernel without io_uring.
 var urSetup = func() (*uring.Ring, error) {
@@ -159,20 +163,20 @@ type urSock struct {
 	// What a delivery and its send's completion touch comes first, in
 	// the first 64 bytes (a urSock is 256 bytes from the allocator, so
 	// one cache line): after the kernel's sends it is out of the cache.
-	c *conn
+	c    *conn
+	loop *urLoop
 	// Guarded by conn.mu.
 	pending     *urLoop // the loop whose batch has it (its send at the end of the round, or in flight)
-	sending     int     // in a batch or sent by some ring: the descriptor stays open
+	sending     int32   // in a batch or sent by some ring: the descriptor stays open
 	flushed     bool    // owned by pending: bout's send is in flight (later bytes go to out)
 	wantOut     bool    // the loop is to poll the socket for room
 	releaseWait bool    // the loop waits for sending to fall to zero
-	sawEOF      bool    // draining, the client closed
+	fixed       bool    // owned by loop: the socket is in its ring's file table, at slot fd
 	bout        []byte  // the batch's bytes: appended by pending (under conn.mu), sent by it
 	rawSock             // its fd: the socket
+	sawEOF      bool    // draining, the client closed
 	stallBy     int64   // unix nanos: the write stall deadline of the current batch
 	batchLeft   int     // bytes of the current batch not yet written
-
-	loop *urLoop
 
 	// Owned by the loop.
 	slot      int32  // index in loop.slots; -1 before register and after release
@@ -262,12 +266,16 @@ type urEngine struct {
 
 // urLoop is one ring and its connections.
 type urLoop struct {
-	s      *Server
-	ring   *uring.Ring
-	bufs   *uring.BufRing // multishot receives' buffers; nil: a recv per connection, into its own buffer
-	wakefd int
-	tick   time.Duration
-	wbuf   [8]byte // the eventfd's counter, read by the ring
+	s    *Server
+	ring *uring.Ring
+	bufs *uring.BufRing // multishot receives' buffers; nil: a recv per connection, into its own buffer
+	// fixedMax: descriptors below it go in the ring's file table (slot =
+	// descriptor), so that its sends to them skip the descriptor's lookup
+	// and reference count; 0: no table
+	fixedMax int
+	wakefd   int
+	tick     time.Duration
+	wbuf     [8]byte // the eventfd's counter, read by the ring
 
 	qmu       sync.Mutex // guards queue, signalled, sleeping, stop
 	queue     []*conn
@@ -467,6 +475,13 @@ func (l *urLoop) run(ready chan<- error) {
 		}
 		if err != nil {
 			l.bufs = nil
+		}
+	}
+	var lim unix.Rlimit
+	if urFixedFiles && unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
+		n := uint32(min(lim.Cur, 1<<16))
+		if ring.RegisterFilesSparse(n) == nil {
+			l.fixedMax = int(n)
 		}
 	}
 	l.armWake()
@@ -733,6 +748,9 @@ func (l *urLoop) register(c *conn) {
 		l.slots = append(l.slots, nil)
 	}
 	l.slots[k.slot] = c
+	if k.fd < l.fixedMax && l.ring.UpdateFile(uint32(k.fd), int32(k.fd)) == nil {
+		k.fixed = true
+	}
 	if l.bufs == nil {
 		k.rbuf = make([]byte, urRecvBuf)
 	}
@@ -1059,6 +1077,12 @@ func (l *urLoop) release(c *conn) {
 		c.mu.Unlock()
 		return
 	}
+	if k.fixed {
+		// out of the table first: the ring's reference would keep the
+		// socket open, and the descriptor's number is free once closed
+		_ = l.ring.UpdateFile(uint32(k.fd), -1)
+		k.fixed = false
+	}
 	k.state.Store(sockClosed)
 	_ = unix.Close(k.fd)
 	c.fd = -1
@@ -1254,6 +1278,9 @@ func (l *urLoop) flushConns(b []*conn) {
 		l.sendsPrepared++
 		// k.fd: the descriptor stays open while sending counts this send
 		uring.PrepSend(q, k.fd, unsafe.Pointer(&k.bout[0]), len(k.bout), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, urSend|uint64(l.sendSlot(k)))
+		if k.loop == l && k.fixed {
+			uring.FixedFile(q, uint32(k.fd))
+		}
 	}
 }
 

@@ -33,6 +33,7 @@ func TestURingNoGoroutinePerConnection(t *testing.T) {
 	for _, l := range s.ur.loops {
 		if l.ring.Flags()&uring.SetupSingleIssuer != 0 {
 			assert.NotNil(t, l.bufs, "Linux 6.0: multishot receives into provided buffers")
+			assert.Positive(t, l.fixedMax, "Linux 5.19: a registered file table")
 		}
 	}
 	first := dial(t, s)

@@ -214,3 +214,57 @@ func PrepRecvMultishot(sqe *SQE, fd int, group uint16, userData uint64) {
 	sqe.IOPrio = recvMultishot
 	sqe.BufIndex = group
 }
+
+// Registered files: a request on a registered file (FixedFile) skips
+// the lookup and reference count of its descriptor.
+const (
+	registerFiles2      = 13
+	registerFilesUpdate = 6
+	rsrcRegisterSparse  = 1 << 0
+	sqeFixedFile        = 1 << 0
+)
+
+type rsrcRegister struct {
+	Nr    uint32
+	Flags uint32
+	resv2 uint64
+	Data  uint64
+	Tags  uint64
+}
+
+type filesUpdate struct {
+	Offset uint32
+	resv   uint32
+	Fds    uint64
+}
+
+// RegisterFilesSparse registers an empty table of n files (Linux 5.19);
+// UpdateFile fills its slots.
+func (r *Ring) RegisterFilesSparse(n uint32) error {
+	reg := rsrcRegister{Nr: n, Flags: rsrcRegisterSparse}
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerFiles2, uintptr(unsafe.Pointer(&reg)), unsafe.Sizeof(reg), 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("io_uring: register a file table: %w", errno)
+	}
+	return nil
+}
+
+// UpdateFile puts fd in slot of the registered file table (-1 empties
+// it; the ring holds a reference to a registered file, so a descriptor
+// must leave the table for its close to end the file).
+func (r *Ring) UpdateFile(slot uint32, fd int32) error {
+	fds := [1]int32{fd}
+	up := filesUpdate{Offset: slot, Fds: uint64(uintptr(unsafe.Pointer(&fds[0])))}
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerFilesUpdate, uintptr(unsafe.Pointer(&up)), 1, 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("io_uring: update a registered file: %w", errno)
+	}
+	return nil
+}
+
+// FixedFile makes sqe's request use slot of the registered file table
+// instead of a descriptor.
+func FixedFile(sqe *SQE, slot uint32) {
+	sqe.Fd = int32(slot)
+	sqe.Flags |= sqeFixedFile
+}
