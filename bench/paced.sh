@@ -31,10 +31,12 @@
 #   bench/paced.sh
 #   READINGS="2:1s" DURATION=60s bench/paced.sh
 #   READINGS="2:1s" COALESCE=500us bench/paced.sh   # serve --coalesce 500us
+#   READINGS="2:1s" COALESCE="0 250us" bench/paced.sh  # each reading without, then with
 #   USERS=9500 SLO=100ms LOOPS=2 FLOOR=0 bench/paced.sh
 #
 # LOOPS is the client's event loops (load --loops; default half the
-# processors), COALESCE the server's coalescing window (serve --coalesce;
+# processors), COALESCE the server's coalescing windows, each reading run
+# once with each in turn after the one floor (serve --coalesce; 0: none;
 # default none: it is recorded in each result document and printed),
 # FLOOR=0 skips the floor, FLOOR_COUNT is each floor user's messages
 # (default 10). The acceptance needs jq for its figures; without it the
@@ -60,10 +62,7 @@ loops=
 if [ -n "${LOOPS:-}" ]; then
 	loops="--loops $LOOPS"
 fi
-coalesce=
-if [ -n "${COALESCE:-}" ]; then
-	coalesce="--coalesce $COALESCE"
-fi
+coalesces=${COALESCE:-0}
 havejq=false
 if command -v jq >/dev/null 2>&1; then
 	havejq=true
@@ -73,7 +72,7 @@ ncpu=$(nproc)
 
 echo "machine: $ncpu processors, $(uname -sr), $(go env GOVERSION), open files $(ulimit -n)"
 echo "acceptance: $users users, p99 delivery (from the schedule) under $slo, server under $goal% of the machine"
-echo "server: serve --engine epoll ${coalesce:-(no --coalesce)}; client: load --engine epoll ${loops:-(default loops)}; $duration a reading"
+echo "server: serve --engine epoll, --coalesce $coalesces; client: load --engine epoll ${loops:-(default loops)}; $duration a reading"
 for reading in $readings; do
 	per=${reading%%:*}
 	pause=${reading#*:}
@@ -93,45 +92,51 @@ for reading in $readings; do
 			tail -n 5 "$tmp/floor.err"
 		fi
 	fi
-	echo "run (load average $(loadavg))"
-	rm -f "$tmp/doc.json"
-	# shellcheck disable=SC2086 # $loops and $coalesce are one option or none
-	if "$vg" load --server-cmd "$vg serve --engine epoll $coalesce --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" \
-		-rooms "$rooms" -users "$per" -pause "$pause" --duration "$duration" --slo "$slo" -runs 1 \
-		--engine epoll $loops --quiet --file "" -o "$tmp/doc.json" >"$tmp/out.txt" 2>&1; then
-		:
-	fi
-	la=$(loadavg)
-	grep -E '^(Delivery latency|From schedule|Fan-out|Connections|Client CPU|Server CPU|Server coalescing|TCP|Integrity|Paced|Step broken) ' "$tmp/out.txt" || {
-		echo "the run failed:"
-		tail -n 15 "$tmp/out.txt"
-		continue
-	}
-	if $havejq && [ -s "$tmp/doc.json" ]; then
-		# The acceptance's figures, from the result document.
-		jq -r --argjson n "$ncpu" --argjson goal "$goal" --arg slo "$slo" --arg fs "${fs:-}" '
-			def ms: . / 1e6 | if . >= 100 then "\(. | round) ms" else "\(. * 100 | round / 100) ms" end;
-			def pct: "\(. * 10 | round / 10)%";
-			(.latency.delivery_scheduled // .latency.delivery) as $h
-			| ((.server.cpu_percent // 0) / $n) as $srv
-			| ((.client.cpu_user_seconds + .client.cpu_system_seconds) / .elapsed_seconds * 100 / $n) as $cli
-			| (.config.users * .config.rooms / .config.pause_seconds) as $chats
-			| ($chats * .config.users) as $msgs
-			| "Acceptance         = p99 from the schedule \($h.p99_ns | ms) (SLO \($slo)); server \($srv | pct) of the machine (goal under \($goal)%); client \($cli | pct) of the machine",
-			  (if $fs != "" then
-				($fs | tonumber) as $f
-				| "Against the floor  = at \($chats | round) chats and \($msgs | round) messages a second the floor'"'"'s server would use \($f * $msgs / 1e4 / $n | pct) of the machine; ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x the floor'"'"'s CPU per message"
-			   else empty end),
-			  "Verdict            = \(if (.paced.broken | not) and $srv < $goal then "held" else "not held" end)\([(if .paced.broken then .paced.reason else empty end), (if $srv >= $goal then "server at \($srv | pct) of the machine" else empty end)] | if length > 0 then " (" + join("; ") + ")" else "" end)"
-		' "$tmp/doc.json"
-	else
-		# The client's CPU as a share of the machine, over the timed phase.
-		awk -v n="$ncpu" '
-			/^Elapsed time/ { e = $4 }
-			/^Client CPU/ { u = $4; s = $7 }
-			END { if (e > 0) printf "Client share       = %.1f%% of the machine (%.2f s of CPU in %.1f s)\n", 100 * (u + s) / e / n, u + s, e }
-		' "$tmp/out.txt"
-		grep -q '^Step broken' "$tmp/out.txt" || echo "Verdict            = p99 within $slo, nothing lost (server share: see Server CPU)"
-	fi
-	echo "load average after: $la"
+	for co in $coalesces; do
+		coalesce=
+		if [ "$co" != 0 ]; then
+			coalesce="--coalesce $co"
+		fi
+		echo "run: serve --engine epoll ${coalesce:-(no --coalesce)} (load average $(loadavg))"
+		rm -f "$tmp/doc.json"
+		# shellcheck disable=SC2086 # $loops and $coalesce are one option or none
+		if "$vg" load --server-cmd "$vg serve --engine epoll $coalesce --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" \
+			-rooms "$rooms" -users "$per" -pause "$pause" --duration "$duration" --slo "$slo" -runs 1 \
+			--engine epoll $loops --quiet --file "" -o "$tmp/doc.json" >"$tmp/out.txt" 2>&1; then
+			:
+		fi
+		la=$(loadavg)
+		grep -E '^(Delivery latency|From schedule|Fan-out|Connections|Client CPU|Server CPU|Server coalescing|TCP|Integrity|Paced|Step broken) ' "$tmp/out.txt" || {
+			echo "the run failed:"
+			tail -n 15 "$tmp/out.txt"
+			continue
+		}
+		if $havejq && [ -s "$tmp/doc.json" ]; then
+			# The acceptance's figures, from the result document.
+			jq -r --argjson n "$ncpu" --argjson goal "$goal" --arg slo "$slo" --arg fs "${fs:-}" '
+				def ms: . / 1e6 | if . >= 100 then "\(. | round) ms" else "\(. * 100 | round / 100) ms" end;
+				def pct: "\(. * 10 | round / 10)%";
+				(.latency.delivery_scheduled // .latency.delivery) as $h
+				| ((.server.cpu_percent // 0) / $n) as $srv
+				| ((.client.cpu_user_seconds + .client.cpu_system_seconds) / .elapsed_seconds * 100 / $n) as $cli
+				| (.config.users * .config.rooms / .config.pause_seconds) as $chats
+				| ($chats * .config.users) as $msgs
+				| "Acceptance         = p99 from the schedule \($h.p99_ns | ms) (SLO \($slo)); server \($srv | pct) of the machine (goal under \($goal)%); client \($cli | pct) of the machine",
+				  (if $fs != "" then
+					($fs | tonumber) as $f
+					| "Against the floor  = at \($chats | round) chats and \($msgs | round) messages a second the floor'"'"'s server would use \($f * $msgs / 1e4 / $n | pct) of the machine; ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x the floor'"'"'s CPU per message"
+				   else empty end),
+				  "Verdict            = \(if (.paced.broken | not) and $srv < $goal then "held" else "not held" end)\([(if .paced.broken then .paced.reason else empty end), (if $srv >= $goal then "server at \($srv | pct) of the machine" else empty end)] | if length > 0 then " (" + join("; ") + ")" else "" end)"
+			' "$tmp/doc.json"
+		else
+			# The client's CPU as a share of the machine, over the timed phase.
+			awk -v n="$ncpu" '
+				/^Elapsed time/ { e = $4 }
+				/^Client CPU/ { u = $4; s = $7 }
+				END { if (e > 0) printf "Client share       = %.1f%% of the machine (%.2f s of CPU in %.1f s)\n", 100 * (u + s) / e / n, u + s, e }
+			' "$tmp/out.txt"
+			grep -q '^Step broken' "$tmp/out.txt" || echo "Verdict            = p99 within $slo, nothing lost (server share: see Server CPU)"
+		fi
+		echo "load average after: $la"
+	done
 done

@@ -439,7 +439,9 @@ type Paced struct {
 	// InPerSecond is the chats the clients sent within the schedule's
 	// window (the duration, or count pauses), per second of it;
 	// OutPerSecond the confirms and indications they read within it: not
-	// the drain's deliveries.
+	// the drain's deliveries. (The epoll client reads a confirm with the
+	// user's next indication, up to a pause later: the confirms of the
+	// window's last pause may fall after it.)
 	InPerSecond  float64 `json:"in_per_second"`
 	OutPerSecond float64 `json:"out_per_second"` // confirms + indications read within the window
 	// Broken is set when the step broke: connections refused or dropped,
