@@ -415,9 +415,12 @@ func (u *user) pacedFrame(f protocol.Frame) (done bool, err error) {
 			}
 			return false, nil
 		}
-		v, err := protocol.ParseChat(f.Body)
-		if err != nil {
-			return false, u.failIO("read", err)
+		// (As turn-taking: ASCII strings without the generic decode.)
+		v, ok := chatView(f.Body)
+		if !ok {
+			if v, err = protocol.ParseChat(f.Body); err != nil {
+				return false, u.failIO("read", err)
+			}
 		}
 		if f.Type != protocol.Indication || v.RoomID != 0 {
 			return false, u.protocolError("unexpected Chat %s (room id %d)", f.Type, v.RoomID)
