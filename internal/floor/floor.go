@@ -5,9 +5,12 @@
 // server thread that waits on them (epoll, or io_uring) and relays each
 // chat it reads to the other users of its room; one client thread that
 // waits on the other ends and, when a chat reaches a user whose turn it
-// is, sends that user's next one. No protocol, no checks, no goroutines in
-// the loops: each side is one goroutine locked to its OS thread, calling
-// the kernel directly, so that it costs what the C program costs.
+// is, sends that user's next one. Then, in the same timing, Mark's exit
+// cascade with the packets of a real run (see script), as the timed phase
+// of volanogo load has it; Spec.ChatOnly leaves it out, as floor.c does.
+// No protocol, no checks, no goroutines in the loops: each side is one
+// goroutine locked to its OS thread, calling the kernel directly, so that
+// it costs what the C program costs.
 //
 // Each side's CPU is its thread's CPU time (CLOCK_THREAD_CPUTIME_ID) over
 // the run; CPU per message divides it by the messages Mark counts (sent
