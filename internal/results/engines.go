@@ -1,6 +1,9 @@
 package results
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // ServerMemoryPerConnection is what each of the run's connections cost
 // the server in resident memory, in bytes: its RSS growth from before the
@@ -25,11 +28,17 @@ func (d *Document) ServerMemoryPerConnection() (bytes float64, ok bool) {
 // goroutine" (the server's engine as it said it, Server.Engine, and the
 // client's, Config.ClientEngine), either part left out when unknown, ""
 // when both are (older documents, another server with an external
-// client).
+// client). A server's coalescing window is part of its engine ("serve
+// epoll --coalesce 250µs"): it changes what a run measures, so that runs
+// with and without one are told apart (as platforms in a report).
 func (d *Document) Engines() string {
 	var parts []string
 	if d.Server != nil && d.Server.Engine != "" {
-		parts = append(parts, "serve "+d.Server.Engine)
+		e := "serve " + d.Server.Engine
+		if c := d.Server.CoalesceSeconds; c > 0 {
+			e += " --coalesce " + time.Duration(c*float64(time.Second)).String()
+		}
+		parts = append(parts, e)
 	}
 	if d.Config.ClientEngine != "" {
 		parts = append(parts, "load "+d.Config.ClientEngine)

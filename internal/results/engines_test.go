@@ -39,4 +39,6 @@ func TestEngines(t *testing.T) {
 	assert.Equal(t, "serve uring / load epoll", d.Engines())
 	d.Config.ClientEngine = ""
 	assert.Equal(t, "serve uring", d.Engines())
+	d.Server.Engine, d.Server.CoalesceSeconds, d.Config.ClientEngine = "epoll", 0.00025, "epoll"
+	assert.Equal(t, "serve epoll --coalesce 250µs / load epoll", d.Engines(), "the window told apart")
 }
