@@ -302,6 +302,7 @@ func (l *evLoop) run() {
 			return
 		}
 		for i := 0; i < n; i++ {
+			l.prefetch(events, i, n)
 			idx := events[i].Fd
 			if idx == evWake {
 				var b [8]byte
@@ -336,6 +337,30 @@ func (l *evLoop) run() {
 		}
 		if len(l.timers) > 0 {
 			l.fire()
+		}
+	}
+}
+
+// prefetch asks for the cache lines of the users of the events after
+// event i while the loop serves it (a read takes microseconds, a miss a
+// tenth of one): the user's two hot lines two events ahead, its link's
+// line one event ahead (the user's lines are in by then). With thousands
+// of users each of them is a miss otherwise, one after the other.
+func (l *evLoop) prefetch(events []unix.EpollEvent, i, n int) {
+	if i+2 < n {
+		if idx := events[i+2].Fd; idx >= 0 {
+			if u := l.e.users[idx].Load(); u != nil {
+				p := uintptr(unsafe.Pointer(u))
+				prefetch(p)
+				prefetch(p + 64)
+			}
+		}
+	}
+	if i+1 < n {
+		if idx := events[i+1].Fd; idx >= 0 {
+			if u := l.e.users[idx].Load(); u != nil {
+				prefetch(uintptr(unsafe.Pointer(u.l)))
+			}
 		}
 	}
 }
