@@ -21,7 +21,7 @@ func childAttr() *syscall.SysProcAttr {
 // in kilobytes on Linux).
 func peakRSS(st *os.ProcessState) int64 {
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		return ru.Maxrss * 1024
+		return int64(ru.Maxrss) * 1024 // int32 on 32-bit platforms
 	}
 	return 0
 }

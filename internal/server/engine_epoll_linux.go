@@ -126,7 +126,7 @@ func (k *evSock) Read(p []byte) (int, error) {
 	}
 	k.budget--
 	for {
-		n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(k.fd),
+		n, _, errno := syscall.RawSyscall6(sysRecv, uintptr(k.fd),
 			uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
 		switch {
 		case errno == syscall.EINTR:
@@ -745,7 +745,7 @@ func (l *evLoop) drainRead(c *conn) {
 	if k.sawEOF {
 		return
 	}
-	n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(k.fd),
+	n, _, errno := syscall.RawSyscall6(sysRecv, uintptr(k.fd),
 		uintptr(unsafe.Pointer(&l.discard[0])), uintptr(len(l.discard)), 0, 0, 0)
 	if errno == syscall.EAGAIN || errno == syscall.EINTR || (errno == 0 && n > 0) {
 		return

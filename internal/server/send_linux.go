@@ -9,7 +9,7 @@ import (
 
 func rawSend(fd uintptr, p unsafe.Pointer, n int) (int, syscall.Errno) {
 	if useSendto {
-		m, _, errno := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(p), uintptr(n),
+		m, _, errno := syscall.RawSyscall6(sysSend, fd, uintptr(p), uintptr(n),
 			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
 		return int(m), errno
 	}
