@@ -297,7 +297,16 @@ func (s *Server) startEngine() *evEngine {
 		}
 		e.loops = append(e.loops, l)
 		e.wg.Add(1)
-		go func() { defer e.wg.Done(); l.run() }()
+		go func() {
+			defer e.wg.Done()
+			// A loop keeps its thread: yielding to a preemption
+			// request otherwise moved it between threads, and each
+			// move found the loop's data out of that processor's
+			// cache and its thread waiting to be scheduled.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			l.run()
+		}()
 	}
 	holdProcs(len(e.loops))
 	e.reserved = len(e.loops)
