@@ -98,17 +98,11 @@ type evSock struct {
 	loop *evLoop
 
 	// Owned by the loop.
-	budget   int   // reads left in this wake-up
-	slot     int32 // index in loop.slots; -1 once released
-	active   bool  // in loop.active
-	queued   bool  // in loop.queue (guarded by loop.qmu)
-	accessBy int64 // unix nanos: the Access deadline (0: none)
-	idleAt   int64 // unix nanos: the next idle check (0: not armed)
-	seen     uint64
-	lingerBy int64           // unix nanos: the end of the drain (0: not draining)
-	pauseBy  int64           // unix nanos: a paused connection resumes then
-	held     *protocol.Frame // the packet a paused connection handles on resuming
-	scanned  uint64          // c.packets at the last scan
+	budget int   // reads left in this wake-up
+	slot   int32 // index in loop.slots; -1 once released
+	active bool  // in loop.active
+	queued bool  // in loop.queue (guarded by loop.qmu)
+	loopDeadlines
 
 	// Guarded by conn.mu.
 	registered bool
@@ -816,63 +810,13 @@ func (l *evLoop) pruneActive() {
 // check checks the deadlines of one connection, and gives back its
 // buffers if it read nothing since the last check.
 func (l *evLoop) check(c *conn, now int64) {
-	cfg := &l.s.cfg
-	k := c.ev
-	c.mu.Lock()
-	switch {
-	case c.closed:
-	case k.lingerBy != 0:
-		if now > k.lingerBy {
-			c.closeLocked(c.lingering)
-		}
-	case c.flushing && now > k.stallBy:
-		c.closeLocked(ReasonSlowConsumer)
-	}
-	closed := c.closed
-	c.mu.Unlock()
-	if closed || k.lingerBy != 0 {
+	if scanConn(c, c.ev, &c.ev.loopDeadlines, now, &l.pool) {
 		l.settle(c)
-		return
 	}
-	if c.packets == k.scanned && !k.paused && c.reader != nil && c.reader.Buffered() == 0 {
-		// Idle since the last scan: give back the reader, its buffer
-		// and the scratch buffer (readIn takes them back from the
-		// pool), so that thousands of idle connections cost their
-		// state only.
-		l.pool.giveBack(c)
-	}
-	k.scanned = c.packets
-	if !c.accessed {
-		if k.accessBy != 0 && now > k.accessBy {
-			c.close(ReasonAccessTimeout)
-			l.settle(c)
-		}
-		return
-	}
-	if cfg.IdleTimeout <= 0 {
-		return
-	}
-	if k.idleAt == 0 {
-		k.idleAt, k.seen = now+int64(cfg.IdleTimeout), c.packets
-		return
-	}
-	if now < k.idleAt {
-		return
-	}
-	if c.packets != k.seen {
-		c.strikes = 0
-	} else {
-		c.strikes++
-		if c.strikes >= 2 {
-			c.close(ReasonIdle)
-			l.settle(c)
-			return
-		}
-		c.sendPing()
-	}
-	k.idleAt, k.seen = now+int64(cfg.IdleTimeout), c.packets
-	l.settle(c)
 }
+
+func (k *evSock) stalledLocked(now int64) bool { return now > k.stallBy }
+func (k *evSock) isPaused() bool               { return k.paused }
 
 // release closes a finished connection's descriptor and runs its
 // disconnect processing.

@@ -189,13 +189,7 @@ type urSock struct {
 	pollArmed bool
 	cancelled bool // the requests in flight were cancelled (release)
 	paused    bool
-	accessBy  int64 // unix nanos: the Access deadline (0: none)
-	idleAt    int64 // unix nanos: the next idle check (0: not armed)
-	seen      uint64
-	lingerBy  int64           // unix nanos: the end of the drain (0: not draining)
-	pauseBy   int64           // unix nanos: a paused connection resumes then
-	held      *protocol.Frame // the packet a paused connection handles on resuming
-	scanned   uint64          // c.packets at the last scan
+	loopDeadlines
 }
 
 // Read hands protocol.Reader what the last recv brought; then the end of
@@ -987,68 +981,19 @@ func (l *urLoop) drainIn(c *conn) {
 
 // scan checks the deadlines of the loop's connections.
 func (l *urLoop) scan(now int64) {
-	cfg := &l.s.cfg
 	for _, c := range l.slots {
-		if c == nil {
-			continue
-		}
-		k := c.ur
-		c.mu.Lock()
-		switch {
-		case c.closed:
-		case k.lingerBy != 0:
-			if now > k.lingerBy {
-				c.closeLocked(c.lingering)
-			}
-		case c.flushing && k.sending == 0 && k.pending == nil && now > k.stallBy:
-			c.closeLocked(ReasonSlowConsumer)
-		}
-		closed := c.closed
-		c.mu.Unlock()
-		if closed || k.lingerBy != 0 {
+		if c != nil && scanConn(c, c.ur, &c.ur.loopDeadlines, now, &l.pool) {
 			l.settle(c)
-			continue
 		}
-		if c.packets == k.scanned && !k.paused && c.reader != nil && c.reader.Buffered() == 0 {
-			// Idle since the last scan: give back the reader, its buffer
-			// and the scratch buffer to the loop's pool (readIn takes
-			// them back), so that thousands of idle connections cost
-			// their state only.
-			l.pool.giveBack(c)
-		}
-		k.scanned = c.packets
-		if !c.accessed {
-			if k.accessBy != 0 && now > k.accessBy {
-				c.close(ReasonAccessTimeout)
-				l.settle(c)
-			}
-			continue
-		}
-		if cfg.IdleTimeout <= 0 {
-			continue
-		}
-		if k.idleAt == 0 {
-			k.idleAt, k.seen = now+int64(cfg.IdleTimeout), c.packets
-			continue
-		}
-		if now < k.idleAt {
-			continue
-		}
-		if c.packets != k.seen {
-			c.strikes = 0
-		} else {
-			c.strikes++
-			if c.strikes >= 2 {
-				c.close(ReasonIdle)
-				l.settle(c)
-				continue
-			}
-			c.sendPing()
-		}
-		k.idleAt, k.seen = now+int64(cfg.IdleTimeout), c.packets
-		l.settle(c)
 	}
 }
+
+// stalledLocked: a batch in a ring's hands (queued or sent) is not
+// stalled yet, whatever its age.
+func (k *urSock) stalledLocked(now int64) bool {
+	return k.sending == 0 && k.pending == nil && now > k.stallBy
+}
+func (k *urSock) isPaused() bool { return k.paused }
 
 // release closes a finished connection's descriptor and runs its
 // disconnect processing, once no request uses the descriptor: the recv
