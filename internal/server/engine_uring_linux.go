@@ -1175,13 +1175,7 @@ func (l *urLoop) queueSend(o *conn, p []byte) {
 
 // takeOut is an empty batch buffer from the loop's pool.
 func (l *urLoop) takeOut() []byte {
-	n := len(l.outPool)
-	if n == 0 {
-		return nil
-	}
-	b := l.outPool[n-1]
-	l.outPool[n-1] = nil
-	l.outPool = l.outPool[:n-1]
+	b, _ := pop(&l.outPool)
 	return b
 }
 

@@ -22,27 +22,32 @@ const poolMax = 1024
 
 // reader is a reader of src: a kept one, or a new one.
 func (p *bufPool) reader(src io.Reader, maxPacket int) *protocol.Reader {
-	n := len(p.readers)
-	if n == 0 {
+	r, ok := pop(&p.readers)
+	if !ok {
 		return protocol.NewReader(src, maxPacket)
 	}
-	r := p.readers[n-1]
-	p.readers[n-1] = nil
-	p.readers = p.readers[:n-1]
 	r.Reset(src)
 	return r
 }
 
 // scratch is an empty scratch buffer: a kept one, or nil.
 func (p *bufPool) scratch() []byte {
-	n := len(p.scratches)
-	if n == 0 {
-		return nil
-	}
-	b := p.scratches[n-1]
-	p.scratches[n-1] = nil
-	p.scratches = p.scratches[:n-1]
+	b, _ := pop(&p.scratches)
 	return b
+}
+
+// pop takes the last element of *s, clearing its slot so that the list
+// does not keep it from the GC; false when *s is empty.
+func pop[T any](s *[]T) (T, bool) {
+	var zero T
+	n := len(*s)
+	if n == 0 {
+		return zero, false
+	}
+	v := (*s)[n-1]
+	(*s)[n-1] = zero
+	*s = (*s)[:n-1]
+	return v, true
 }
 
 // giveBack takes c's reader (which must hold no unread bytes) and
