@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,6 +30,9 @@ type floorOptions struct {
 	json, child         bool
 	chatOnly            bool
 	stall               time.Duration
+	pause               pauseValue
+	duration            time.Duration
+	seed                int64
 }
 
 func newFloorCmd(io *IO) *cobra.Command {
@@ -54,6 +58,21 @@ floor of the same machine, measured in the same sitting ('volanogo load
 --floor' records it in each result document, and 'volanogo report' shows
 each run's efficiency: floor / measured).
 
+With --pause it measures the floor of a paced run instead (volanogo load
+--pause): each user sends a chat every pause, the first at a random offset in
+[0, pause) from the start as load draws them, until --duration (default 30s);
+the server thread relays each chat to the other users of its room and sends
+its sender the room's Chat confirm, as a VOLANO server does; the client
+thread sends on the schedule and records each chat's delivery latency, from
+its send and from its scheduled time, until every chat sent has arrived.
+At one chat a second per user most chats wake the server alone, where a
+turn-taking floor's waits return many: this is the denominator of a paced
+run's CPU (CPU per message, sent + delivered as a paced run counts them, and
+each side's share of a processor), which a turn-taking floor is not. It is
+not a capacity: its latency is that of one bare thread per side with the
+client on the same machine, and like a paced run it has no exit phase (a
+paced run's server CPU is read at its drain). The server is epoll only.
+
 When one process cannot hold both ends of every connection within its
 open-files limit, the clients run in a child process.
 
@@ -62,12 +81,20 @@ Exit status: 0 measured, 1 it failed (the reason is printed), 2 usage.`,
   volanogo floor --rooms 15 --count 100
   volanogo floor --rooms 950 --count 5  # 19,000 connections: the clients in a child process
   volanogo floor --engine uring --json
-  volanogo floor --rooms 15 --count 100 --chat-only   # as ../shared/bench/floor.c`,
+  volanogo floor --rooms 15 --count 100 --chat-only   # as ../shared/bench/floor.c
+  volanogo floor --rooms 9500 --users 2 --pause 1s --duration 30s   # 19,000 users at a chat a second`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.pause.bad != "" {
+				return &UsageError{Err: fmt.Errorf("--pause: value is not an integer or a duration (%s)", o.pause.bad)}
+			}
+			if o.pause.d > 0 && o.chatOnly {
+				return &UsageError{Err: errors.New("--chat-only: a paced floor has no exit phase to leave out")}
+			}
 			f, err := runFloor(cmd.Context(), floor.Spec{
 				Rooms: o.rooms, Users: o.users, Count: o.count, Engine: o.engine,
 				Child: o.child, StallTimeout: o.stall, ChatOnly: o.chatOnly,
+				Pause: o.pause.d, Duration: o.duration, Seed: o.seed,
 			})
 			if err != nil {
 				return floorExit(err)
@@ -95,6 +122,10 @@ Exit status: 0 measured, 1 it failed (the reason is printed), 2 usage.`,
 	_ = fl.MarkHidden("child")
 	fl.DurationVar(&o.stall, "stall-timeout", floor.DefaultStallTimeout, "fail when the clients receive nothing for this long")
 	_ = fl.MarkHidden("stall-timeout")
+	fl.Var(&o.pause, "pause", "a paced floor: each user's pause between chats, seconds or a duration such as 250ms (0: turn-taking)")
+	fl.DurationVar(&o.duration, "duration", 0, "a paced floor's schedule (0: 30s)")
+	fl.Int64Var(&o.seed, "seed", 0, "seed of the paced users' random offsets (0: from the clock)")
+	_ = fl.MarkHidden("seed")
 	return cmd
 }
 
@@ -129,14 +160,22 @@ func floorExit(err error) error {
 // loadFloor is load --floor's measurement (campaign.Config.Floor): an
 // epoll floor of the step's rooms and users, of the run's count when that
 // is fewer messages than the floor's default (floor.AutoCount), printed on
-// w as it is measured.
-func loadFloor(w io.Writer, count int) func(ctx context.Context, rooms, users int) (results.Floor, error) {
+// w as it is measured. A paced run's (pause above 0) is a paced floor of
+// the run's pause, for the run's duration (else count × pause, else the
+// paced floor's default).
+func loadFloor(w io.Writer, count int, pause, duration time.Duration) func(ctx context.Context, rooms, users int) (results.Floor, error) {
 	return func(ctx context.Context, rooms, users int) (results.Floor, error) {
-		n := floor.AutoCount(rooms, users)
-		if count > 0 {
-			n = min(n, count)
+		spec := floor.Spec{Rooms: rooms, Users: users, Count: floor.AutoCount(rooms, users)}
+		switch {
+		case pause > 0:
+			spec.Count, spec.Pause, spec.Duration = 0, pause, duration
+			if duration == 0 && count > 0 {
+				spec.Duration = time.Duration(count) * pause
+			}
+		case count > 0:
+			spec.Count = min(spec.Count, count)
 		}
-		f, err := runFloor(ctx, floor.Spec{Rooms: rooms, Users: users, Count: n})
+		f, err := runFloor(ctx, spec)
 		if err == nil {
 			floorLines(w, f)
 		}
@@ -146,6 +185,10 @@ func loadFloor(w io.Writer, count int) func(ctx context.Context, rooms, users in
 
 // floorLines prints a floor as load's summary prints a run.
 func floorLines(w io.Writer, f results.Floor) {
+	if f.Paced != nil {
+		pacedFloorLines(w, f)
+		return
+	}
 	where := ""
 	if !f.Exits {
 		where = ", chats only"
@@ -164,4 +207,36 @@ func micros(us float64) string {
 		return "- µs"
 	}
 	return fmt.Sprintf("%.2f µs", us)
+}
+
+// pacedFloorLines prints a paced floor: its schedule, its counts, each
+// side's CPU per message and share of the machine, and the delivery
+// latency.
+func pacedFloorLines(w io.Writer, f results.Floor) {
+	p := f.Paced
+	where := ""
+	if f.ChildProcess {
+		where = ", clients in a child process"
+	}
+	pause := time.Duration(p.PauseSeconds * float64(time.Second))
+	dur := time.Duration(p.DurationSeconds * float64(time.Second))
+	fmt.Fprintf(w, "Paced kernel floor (%s, a chat every %s per user for %s%s): %d rooms, %d connections\n",
+		f.Engine, pause, dur, where, f.Rooms, f.Connections)
+	fmt.Fprintf(w, "  %d chats sent, %d delivered (%d messages of %d bytes, and a confirm per chat) in %.3f seconds\n",
+		p.Sent, p.Delivered, f.Messages, f.MessageBytes, f.ElapsedSeconds)
+	n := float64(runtime.NumCPU())
+	fmt.Fprintf(w, "  %.0f messages per second; server %s, client %s per message\n",
+		f.Throughput, micros(f.ServerCPUPerMessageMicros), micros(f.ClientCPUPerMessageMicros))
+	fmt.Fprintf(w, "  server %.1f%%, client %.1f%% of a processor (%.1f%% and %.1f%% of this machine's %d)\n",
+		p.ServerCPUPercent, p.ClientCPUPercent, p.ServerCPUPercent/n, p.ClientCPUPercent/n, int(n))
+	for _, h := range []struct {
+		name string
+		h    *results.Histogram
+	}{{"from the send", p.Delivery}, {"from the schedule", p.DeliveryScheduled}} {
+		if h.h == nil || h.h.Count == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  delivery latency %-17s p50 %s, p99 %s, p99.9 %s, max %s\n", h.name,
+			results.FormatNanos(h.h.P50), results.FormatNanos(h.h.P99), results.FormatNanos(h.h.P999), results.FormatNanos(h.h.Max))
+	}
 }

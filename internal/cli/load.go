@@ -400,7 +400,7 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 	}
 	defer sink.close()
 	if o.floor {
-		cfg.Floor = loadFloor(sink.text, o.count.v)
+		cfg.Floor = loadFloor(sink.text, o.count.v, o.pause.d, o.duration)
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volanogo/volanogo/internal/results"
 )
 
 // The parent and the child of a floor talk in lines: the parent writes
@@ -39,13 +41,26 @@ type childSpec struct {
 	Count        int           `json:"count"`
 	ChatOnly     bool          `json:"chat_only,omitempty"`
 	StallTimeout time.Duration `json:"stall_timeout"`
+	// A paced floor's schedule (Pause 0: turn-taking).
+	Pause    time.Duration `json:"pause,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	Seed     int64         `json:"seed,omitempty"`
 }
 
 type childResult struct {
 	CPUSeconds     float64 `json:"cpu_seconds"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	Error          string  `json:"error,omitempty"`
+	// A paced floor's figures.
+	Sent              int64              `json:"sent,omitempty"`
+	Delivered         int64              `json:"delivered,omitempty"`
+	Delivery          *results.Histogram `json:"delivery,omitempty"`
+	DeliveryScheduled *results.Histogram `json:"delivery_scheduled,omitempty"`
 }
+
+// maxLine bounds a line of the child's (its result carries two encoded
+// histograms, a few kilobytes).
+const maxLine = 1 << 20
 
 // childProc is the parent's view of the child.
 type childProc struct {
@@ -89,7 +104,8 @@ func startChild(ctx context.Context, s *Spec, addr *unix.SockaddrInet4) (*childP
 		}
 		argv = []string{exe, "floor-child"}
 	}
-	spec, err := json.Marshal(childSpec{Addr: addr.Addr, Port: addr.Port, Rooms: s.Rooms, Users: s.Users, Count: s.Count, ChatOnly: s.ChatOnly, StallTimeout: s.StallTimeout})
+	spec, err := json.Marshal(childSpec{Addr: addr.Addr, Port: addr.Port, Rooms: s.Rooms, Users: s.Users, Count: s.Count, ChatOnly: s.ChatOnly, StallTimeout: s.StallTimeout,
+		Pause: s.Pause, Duration: s.Duration, Seed: s.Seed})
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +125,7 @@ func startChild(ctx context.Context, s *Spec, addr *unix.SockaddrInet4) (*childP
 	}
 	go func() {
 		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 4096), maxLine)
 		for sc.Scan() {
 			c.lines <- sc.Text()
 		}
@@ -145,30 +162,34 @@ func (c *childProc) exitError(what string) error {
 }
 
 // run waits for the child's ready line, starts its clients and waits for
-// their result.
-func (c *childProc) run(ctx context.Context) sideResult {
+// their result (and a paced floor's figures, nil for a turn-taking one).
+func (c *childProc) run(ctx context.Context) (sideResult, *pacedFigures) {
 	line, err := c.next(ctx, c.stall)
 	if err != nil {
-		return sideResult{err: err}
+		return sideResult{err: err}, nil
 	}
 	if line != lineReady {
-		return sideResult{err: fmt.Errorf("the clients' process said %q, not %q", line, lineReady)}
+		return sideResult{err: fmt.Errorf("the clients' process said %q, not %q", line, lineReady)}, nil
 	}
 	if _, err := io.WriteString(c.stdin, lineGo+"\n"); err != nil {
-		return sideResult{err: fmt.Errorf("the clients' process: %w", err)}
+		return sideResult{err: fmt.Errorf("the clients' process: %w", err)}, nil
 	}
 	// The clients end on their own, or fail when they stall.
 	if line, err = c.next(ctx, 0); err != nil {
-		return sideResult{err: err}
+		return sideResult{err: err}, nil
 	}
 	var r childResult
 	if err := json.Unmarshal([]byte(line), &r); err != nil {
-		return sideResult{err: fmt.Errorf("the clients' process said %q: %w", line, err)}
+		return sideResult{err: fmt.Errorf("the clients' process said %.200q: %w", line, err)}, nil
 	}
 	if r.Error != "" {
-		return sideResult{err: fmt.Errorf("the clients' process: %s", r.Error)}
+		return sideResult{err: fmt.Errorf("the clients' process: %s", r.Error)}, nil
 	}
-	return sideResult{cpu: r.CPUSeconds, elapsed: r.ElapsedSeconds}
+	var pf *pacedFigures
+	if r.Delivery != nil && r.DeliveryScheduled != nil {
+		pf = &pacedFigures{sent: r.Sent, delivered: r.Delivered, delivery: r.Delivery, deliveryScheduled: r.DeliveryScheduled}
+	}
+	return sideResult{cpu: r.CPUSeconds, elapsed: r.ElapsedSeconds}, pf
 }
 
 // next is the child's next line, waiting at most timeout (0: until the
@@ -227,11 +248,17 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("floor-child: spec: %w", err)
 	}
 	n := s.Rooms * s.Users
-	if s.Rooms < 1 || s.Users < 2 || s.Count < 1 || n > 1<<24 {
-		return fmt.Errorf("floor-child: %d rooms of %d users, count %d: not a floor", s.Rooms, s.Users, s.Count)
+	paced := s.Pause > 0
+	if s.Rooms < 1 || s.Users < 2 || (s.Count < 1 && !paced) || n > 1<<24 || (paced && (s.Count != 0 || s.Duration <= 0)) {
+		return fmt.Errorf("floor-child: %d rooms of %d users, count %d, pause %s, duration %s: not a floor", s.Rooms, s.Users, s.Count, s.Pause, s.Duration)
 	}
 	plan := &script{users: s.Users}
-	if !s.ChatOnly {
+	if paced {
+		var err error
+		if plan.pacing, err = newPacing(s.Rooms, s.Users, s.Pause, s.Duration, s.Seed); err != nil {
+			return fmt.Errorf("floor-child: %w", err)
+		}
+	} else if !s.ChatOnly {
 		var err error
 		if plan, err = newScript(s.Rooms, s.Users, s.Count); err != nil {
 			return fmt.Errorf("floor-child: %w", err)
@@ -263,10 +290,19 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	var done atomic.Bool
 	defer context.AfterFunc(ctx, func() { done.Store(true) })()
-	r := clients(p.cli, s.Count, plan, s.StallTimeout, &done)
+	var r sideResult
+	var pf *pacedFigures
+	if paced {
+		r, pf = pacedClients(p.cli, plan.pacing, s.StallTimeout, &done)
+	} else {
+		r = clients(p.cli, s.Count, plan, s.StallTimeout, &done)
+	}
 	res := childResult{CPUSeconds: r.cpu, ElapsedSeconds: r.elapsed}
 	if r.err != nil {
 		res.Error = r.err.Error()
+	}
+	if pf != nil {
+		res.Sent, res.Delivered, res.Delivery, res.DeliveryScheduled = pf.sent, pf.delivered, pf.delivery, pf.deliveryScheduled
 	}
 	line, err := json.Marshal(res)
 	if err != nil {

@@ -36,6 +36,8 @@ type script struct {
 	exitAt []int64
 	// roomList is the RoomList request; listConf the server's confirm.
 	roomList, listConf []byte
+	// pacing is a paced floor's schedule and confirms (nil: turn-taking).
+	pacing *pacing
 }
 
 func roomName(r int) string { return "Room" + strconv.Itoa(r+1) }

@@ -20,6 +20,14 @@
 // figures as ratios to the floor measured in the same sitting
 // (results.Efficiency).
 //
+// A paced floor (Spec.Pause) is the floor of a paced run instead: each
+// user sends a chat every pause on its own schedule, as volanogo load
+// --pause schedules them, for Spec.Duration; the server relays each chat
+// and confirms it to its sender; the client records each delivery's
+// latency. At a chat a second per user most chats wake the server alone,
+// where a turn-taking floor's epoll_wait returns many: the paced floor is
+// the denominator of a paced run's CPU, the turn-taking floor is not.
+//
 // Both sides hold a descriptor per connection. When one process cannot
 // hold both within its open-files limit, the clients run in a child
 // process (Spec.ChildCommand, `volanogo floor-child`): it connects, tells
@@ -49,6 +57,9 @@ const (
 	MessageBytes = 80
 	// AutoMessages is about how many messages Count 0 makes a floor count.
 	AutoMessages = 2_000_000
+	// DefaultPacedDuration is a paced floor's schedule when Spec.Duration
+	// is 0.
+	DefaultPacedDuration = 30 * time.Second
 	// DefaultStallTimeout fails a floor whose clients receive nothing for
 	// this long, and bounds each wait of the set-up.
 	DefaultStallTimeout = 10 * time.Second
@@ -76,6 +87,18 @@ type Spec struct {
 	ChildCommand []string
 	// StallTimeout: see DefaultStallTimeout.
 	StallTimeout time.Duration
+
+	// Pause, when above 0, makes the floor paced: each user sends a chat
+	// every Pause (the first at a random offset in [0, Pause) from the
+	// start) until Duration (default DefaultPacedDuration), the server
+	// relays each chat to the other users of its room and sends its
+	// sender a Chat confirm, as a VOLANO server does, and the run ends
+	// when every chat sent has been delivered. Count must be 0, the
+	// engine epoll; there is no exit phase (a paced run's server CPU is
+	// read at its drain, before its users leave).
+	Pause, Duration time.Duration
+	// Seed seeds the paced users' offsets (0: from the clock).
+	Seed int64
 }
 
 // ConfigError is a spec Run refuses (a usage error).
@@ -109,6 +132,21 @@ func (s *Spec) normalize() error {
 	if s.StallTimeout <= 0 {
 		s.StallTimeout = DefaultStallTimeout
 	}
+	if s.Pause > 0 && s.Duration == 0 {
+		s.Duration = DefaultPacedDuration
+	}
+	switch {
+	case s.Pause < 0:
+		return &ConfigError{fmt.Errorf("--pause: must not be negative (%s)", s.Pause)}
+	case s.Pause == 0 && s.Duration != 0:
+		return &ConfigError{errors.New("--duration: a paced floor's only (with --pause)")}
+	case s.Pause > 0 && s.Duration < 0:
+		return &ConfigError{fmt.Errorf("--duration: must not be negative (%s)", s.Duration)}
+	case s.Pause > 0 && s.Count != 0:
+		return &ConfigError{errors.New("--count: a paced floor runs for --duration, not a count")}
+	case s.Pause > 0 && s.Engine != EngineEpoll:
+		return &ConfigError{errors.New("--engine: a paced floor's server is epoll only")}
+	}
 	switch {
 	case s.Rooms < 1:
 		return &ConfigError{fmt.Errorf("--rooms: must be at least 1 (%d)", s.Rooms)}
@@ -121,10 +159,45 @@ func (s *Spec) normalize() error {
 	case int64(s.Rooms)*int64(s.Users) > 1<<24:
 		return &ConfigError{fmt.Errorf("%d rooms of %d users: too many connections", s.Rooms, s.Users)}
 	}
-	if s.Count == 0 {
+	if s.Pause > 0 {
+		s.ChatOnly = true
+		if s.Seed == 0 {
+			s.Seed = time.Now().UnixNano()
+		}
+	} else if s.Count == 0 {
 		s.Count = AutoCount(s.Rooms, s.Users)
 	}
 	return nil
+}
+
+// pacedFigures is what a paced floor's client measured.
+type pacedFigures struct {
+	sent, delivered             int64
+	delivery, deliveryScheduled *results.Histogram
+}
+
+// pacedFloor makes a paced floor's document: its messages are the chats
+// sent and delivered, as a paced run counts them.
+func pacedFloor(s *Spec, child bool, when time.Time, serverCPU, clientCPU, elapsed float64, p *pacedFigures) results.Floor {
+	total := p.sent + p.delivered
+	f := results.Floor{
+		Engine: s.Engine, Rooms: s.Rooms, Users: s.Users, Connections: s.Rooms * s.Users,
+		Messages: total, MessageBytes: MessageBytes,
+		ElapsedSeconds: elapsed, ServerCPUSeconds: serverCPU, ClientCPUSeconds: clientCPU,
+		ServerCPUPerMessageMicros: results.CPUPerMessage(serverCPU, total),
+		ClientCPUPerMessageMicros: results.CPUPerMessage(clientCPU, total),
+		ChildProcess:              child, When: when,
+		Paced: &results.FloorPaced{
+			PauseSeconds: s.Pause.Seconds(), DurationSeconds: s.Duration.Seconds(), Confirms: true,
+			Sent: p.sent, Delivered: p.delivered, Delivery: p.delivery, DeliveryScheduled: p.deliveryScheduled,
+		},
+	}
+	if elapsed > 0 {
+		f.Throughput = float64(total) / elapsed
+		f.Paced.ServerCPUPercent = serverCPU / elapsed * 100
+		f.Paced.ClientCPUPercent = clientCPU / elapsed * 100
+	}
+	return f
 }
 
 // figures makes the floor's document from what the two sides measured.

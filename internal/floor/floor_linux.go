@@ -38,7 +38,12 @@ func Run(ctx context.Context, s Spec) (results.Floor, error) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 	}
 	sc := &script{users: s.Users}
-	if !s.ChatOnly {
+	if s.Pause > 0 {
+		var err error
+		if sc.pacing, err = newPacing(s.Rooms, s.Users, s.Pause, s.Duration, s.Seed); err != nil {
+			return results.Floor{}, err
+		}
+	} else if !s.ChatOnly {
 		var err error
 		if sc, err = newScript(s.Rooms, s.Users, s.Count); err != nil {
 			return results.Floor{}, err
@@ -76,9 +81,13 @@ func Run(ctx context.Context, s Spec) (results.Floor, error) {
 		return results.Floor{}, err
 	}
 	var cr sideResult
-	if child {
-		cr = ch.run(ctx)
-	} else {
+	var pf *pacedFigures
+	switch {
+	case child:
+		cr, pf = ch.run(ctx)
+	case sc.pacing != nil:
+		cr, pf = pacedClients(p.cli, sc.pacing, s.StallTimeout, &done)
+	default:
 		cr = clients(p.cli, s.Count, sc, s.StallTimeout, &done)
 	}
 	sr := awaitServer(srvRes, &done, cr.err != nil || s.ChatOnly, s.StallTimeout)
@@ -91,6 +100,12 @@ func Run(ctx context.Context, s Spec) (results.Floor, error) {
 		return results.Floor{}, sr.err
 	case cr.err != nil:
 		return results.Floor{}, cr.err
+	}
+	if sc.pacing != nil {
+		if pf == nil {
+			return results.Floor{}, errors.New("the clients' process: no paced figures")
+		}
+		return pacedFloor(&s, child, when, sr.cpu, cr.cpu, cr.elapsed, pf), nil
 	}
 	return figures(&s, child, when, sr.cpu, cr.cpu, cr.elapsed), nil
 }

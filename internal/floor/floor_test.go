@@ -3,6 +3,7 @@
 package floor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -135,4 +136,91 @@ func TestGOMAXPROCSRestored(t *testing.T) {
 	_, err := Run(context.Background(), Spec{Rooms: 1, Count: 2})
 	require.NoError(t, err)
 	assert.Equal(t, 1, runtime.GOMAXPROCS(0))
+}
+
+// checkPaced checks the figures of a paced floor of s, whose users each
+// send exactly perUser chats (its duration a multiple of its pause).
+func checkPaced(t *testing.T, s Spec, child bool, perUser int64) {
+	t.Helper()
+	fds := openFDs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := Run(ctx, s)
+	require.NoError(t, err)
+	require.NotNil(t, f.Paced)
+	p := f.Paced
+	users := int64(cmp.Or(s.Users, DefaultUsers))
+	conns := int64(s.Rooms) * users
+	assert.Equal(t, EngineEpoll, f.Engine)
+	assert.Equal(t, child, f.ChildProcess)
+	assert.False(t, f.Exits)
+	assert.Zero(t, f.Count)
+	assert.Equal(t, s.Pause.Seconds(), p.PauseSeconds)
+	assert.Equal(t, s.Duration.Seconds(), p.DurationSeconds)
+	assert.True(t, p.Confirms)
+	assert.Equal(t, conns*perUser, p.Sent)
+	assert.Equal(t, p.Sent*(users-1), p.Delivered)
+	assert.Equal(t, p.Sent+p.Delivered, f.Messages)
+	require.NotNil(t, p.Delivery)
+	require.NotNil(t, p.DeliveryScheduled)
+	assert.Equal(t, p.Delivered, p.Delivery.Count)
+	assert.Equal(t, p.Delivered, p.DeliveryScheduled.Count)
+	assert.Positive(t, p.Delivery.P99)
+	assert.GreaterOrEqual(t, p.DeliveryScheduled.P50, p.Delivery.P50)
+	assert.GreaterOrEqual(t, p.DeliveryScheduled.Max, p.Delivery.Max)
+	// The schedule sets the elapsed time: from the start to the last
+	// chat's delivery, the last due before the duration.
+	assert.GreaterOrEqual(t, f.ElapsedSeconds, s.Duration.Seconds()-s.Pause.Seconds())
+	assert.Positive(t, f.ServerCPUSeconds)
+	assert.Positive(t, f.ClientCPUSeconds)
+	assert.InDelta(t, f.ServerCPUSeconds/float64(f.Messages)*1e6, f.ServerCPUPerMessageMicros, 1e-9)
+	assert.InDelta(t, f.ClientCPUSeconds/float64(f.Messages)*1e6, f.ClientCPUPerMessageMicros, 1e-9)
+	assert.InDelta(t, f.ServerCPUSeconds/f.ElapsedSeconds*100, p.ServerCPUPercent, 1e-9)
+	assert.InDelta(t, f.ClientCPUSeconds/f.ElapsedSeconds*100, p.ClientCPUPercent, 1e-9)
+	assert.InDelta(t, float64(f.Messages)/f.ElapsedSeconds, f.Throughput, 1e-6)
+	assert.Equal(t, fds, openFDs(t), "descriptors left open")
+}
+
+func TestPaced(t *testing.T) {
+	checkPaced(t, Spec{Rooms: 3, Users: 2, Pause: 50 * time.Millisecond, Duration: 500 * time.Millisecond}, false, 10)
+	checkPaced(t, Spec{Rooms: 2, Pause: 100 * time.Millisecond, Duration: 300 * time.Millisecond, Seed: 7}, false, 3)
+}
+
+func TestPacedChildProcess(t *testing.T) {
+	checkPaced(t, Spec{Rooms: 4, Users: 2, Pause: 50 * time.Millisecond, Duration: 200 * time.Millisecond,
+		Child: true, ChildCommand: childCommand(t)}, true, 4)
+}
+
+func TestPacedSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"negative pause", Spec{Rooms: 1, Pause: -time.Second}, "--pause"},
+		{"duration without pause", Spec{Rooms: 1, Duration: time.Second}, "--duration"},
+		{"negative duration", Spec{Rooms: 1, Pause: time.Second, Duration: -time.Second}, "--duration"},
+		{"count", Spec{Rooms: 1, Pause: time.Second, Count: 3}, "--count"},
+		{"uring", Spec{Rooms: 1, Pause: time.Second, Engine: EngineURing}, "--engine"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(context.Background(), tc.spec)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	s := Spec{Rooms: 1, Pause: time.Second}
+	require.NoError(t, s.normalize())
+	assert.Equal(t, DefaultPacedDuration, s.Duration)
+	assert.NotZero(t, s.Seed)
+	assert.True(t, s.ChatOnly)
+	assert.Zero(t, s.Count)
+}
+
+func TestPacedInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err := Run(ctx, Spec{Rooms: 2, Users: 2, Pause: 20 * time.Millisecond, Duration: time.Minute})
+	assert.ErrorIs(t, err, ErrInterrupted)
 }

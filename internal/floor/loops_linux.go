@@ -89,9 +89,10 @@ func serveEpoll(srv []int32, sc *script, done *atomic.Bool, ready chan<- error) 
 		return sideResult{err: err}
 	}
 	defer unix.Close(ep)
-	buf := make([]byte, readBuf)
+	buf := make([]byte, readBuf+MessageBytes) // (room for a paced chat held)
 	ev := make([]unix.EpollEvent, 256)
 	x := newServerExits(srv, sc)
+	pc := newPacedServer(sc, len(srv))
 	users := sc.users
 	c0 := threadCPU()
 	close(ready)
@@ -103,16 +104,19 @@ func serveEpoll(srv []int32, sc *script, done *atomic.Bool, ready chan<- error) 
 		for k := 0; k < n; k++ {
 			i := int(ev[k].Fd)
 			r := i / users
-			got := rawRead(srv[i], buf)
+			got := rawRead(srv[i], buf[:readBuf])
 			if got <= 0 {
 				if x != nil && got != -int(unix.EAGAIN) && got != -int(unix.EINTR) {
 					x.closed(i)
 				}
 				continue
 			}
-			chat := got
+			chat, confirms := got, 0
 			if x != nil {
 				chat = x.chatBytes(i, got)
+			}
+			if pc != nil {
+				chat, confirms = pc.whole(i, buf, got)
 			}
 			if chat > 0 {
 				for j := 0; j < users; j++ {
@@ -120,6 +124,9 @@ func serveEpoll(srv []int32, sc *script, done *atomic.Bool, ready chan<- error) 
 						rawSend(srv[r*users+j], buf[:chat], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 					}
 				}
+			}
+			for ; confirms > 0; confirms-- {
+				rawSend(srv[i], pc.confirm[r], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 			}
 			if x != nil && x.leaves(i, got) {
 				_ = x.relayExit(i, func(fd int32, b []byte) error {

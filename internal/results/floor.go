@@ -49,6 +49,42 @@ type Floor struct {
 	Exits bool `json:"exits,omitempty"`
 	// When is the start of the measurement.
 	When time.Time `json:"when"`
+	// Paced is set for the floor of a paced run (volanogo floor --pause):
+	// each user sends a chat every pause on its own schedule instead of
+	// taking turns, so that most chats wake the server alone. Its Count is
+	// 0 and its Messages are the chats sent plus those delivered (a paced
+	// run's count); it has no exit phase (a paced run's server CPU is read
+	// at the drain, before its users leave).
+	Paced *FloorPaced `json:"paced,omitempty"`
+}
+
+// FloorPaced is what the floor of a paced run measured: its schedule, the
+// chats sent and delivered, the delivery latency, and each side's share of
+// a processor.
+type FloorPaced struct {
+	// PauseSeconds is each user's pause between chats; DurationSeconds is
+	// the schedule's length: the users' first chats are at random offsets
+	// in [0, pause) from the start, as volanogo load schedules them, and
+	// no chat is scheduled past the duration.
+	PauseSeconds    float64 `json:"pause_seconds"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	// Confirms is true when the server sent each chat's sender a Chat
+	// confirm after relaying it, as a VOLANO server does (protocol sheet
+	// §10.2): one more send per chat, not a counted message.
+	Confirms bool `json:"confirms,omitempty"`
+	// Sent is the chats sent; Delivered the chats received, users - 1 for
+	// each chat sent once the run has drained.
+	Sent      int64 `json:"sent"`
+	Delivered int64 `json:"delivered"`
+	// Delivery is the latency from each chat's send to its receipt by
+	// each other user of its room; DeliveryScheduled from the time the
+	// schedule had it sent (the larger when the client falls behind).
+	Delivery          *Histogram `json:"delivery,omitempty"`
+	DeliveryScheduled *Histogram `json:"delivery_scheduled,omitempty"`
+	// ServerCPUPercent and ClientCPUPercent are each side's thread CPU
+	// over the elapsed time (100: one processor busy).
+	ServerCPUPercent float64 `json:"server_cpu_percent"`
+	ClientCPUPercent float64 `json:"client_cpu_percent"`
 }
 
 // EfficiencyFigures is a run's CPU per message against its machine's
@@ -62,13 +98,15 @@ type EfficiencyFigures struct {
 
 // Efficiency is d's efficiency against the floor recorded in its
 // environment whose room count is closest to the run's, among the floors
+// of its kind (a paced floor for a paced run, a turn-taking one for a
+// turn-taking run) when there are any, then among those
 // with the exit phase when there are any (a run's timing includes its
 // exits: a floor without them is the second choice), an epoll floor
 // before an io_uring one at the same distance, then the first recorded.
 // ok is false when d carries no floor or neither side's CPU per message
 // is known.
 func Efficiency(d *Document) (EfficiencyFigures, bool) {
-	f, ok := closestFloor(d.Environment.Floor, d.Config.Rooms)
+	f, ok := closestFloor(d.Environment.Floor, d.Config.Rooms, d.Config.PauseSeconds > 0)
 	if !ok {
 		return EfficiencyFigures{}, false
 	}
@@ -86,7 +124,7 @@ func Efficiency(d *Document) (EfficiencyFigures, bool) {
 	return e, e.Server > 0 || e.Client > 0
 }
 
-func closestFloor(floors []Floor, rooms int) (Floor, bool) {
+func closestFloor(floors []Floor, rooms int, paced bool) (Floor, bool) {
 	best, found := Floor{}, false
 	bestDist := 0
 	for _, f := range floors {
@@ -97,8 +135,12 @@ func closestFloor(floors []Floor, rooms int) (Floor, bool) {
 		if dist < 0 {
 			dist = -dist
 		}
+		same, bestSame := (f.Paced != nil) == paced, (best.Paced != nil) == paced
 		switch {
-		case !found, f.Exits && !best.Exits,
+		case !found, same && !bestSame:
+			best, bestDist, found = f, dist, true
+		case !same && bestSame:
+		case f.Exits && !best.Exits,
 			f.Exits == best.Exits && dist < bestDist,
 			f.Exits == best.Exits && dist == bestDist && best.Engine != "epoll" && f.Engine == "epoll":
 			best, bestDist, found = f, dist, true

@@ -14,11 +14,14 @@ func TestFloorJSONRoundTrip(t *testing.T) {
 	f := Floor{Engine: "uring", Rooms: 950, Users: 20, Connections: 19000, Count: 5,
 		Messages: 1900000, MessageBytes: 80, ElapsedSeconds: 20.5, Throughput: 92682.9,
 		ServerCPUSeconds: 14.25, ClientCPUSeconds: 9.5, ServerCPUPerMessageMicros: 7.5,
-		ClientCPUPerMessageMicros: 5, ChildProcess: true, When: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+		ClientCPUPerMessageMicros: 5, ChildProcess: true, When: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC),
+		Paced: &FloorPaced{PauseSeconds: 1, DurationSeconds: 30, Confirms: true, Sent: 570000, Delivered: 570000,
+			Delivery: &Histogram{Count: 570000, P99: 1500000}, ServerCPUPercent: 27.5, ClientCPUPercent: 30}}
 	b, err := json.Marshal(f)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"server_cpu_per_message_us":7.5`)
 	assert.Contains(t, string(b), `"child_process":true`)
+	assert.Contains(t, string(b), `"paced":{"pause_seconds":1,`)
 	var got Floor
 	require.NoError(t, json.Unmarshal(b, &got))
 	assert.Equal(t, f, got)
@@ -56,6 +59,14 @@ func TestEfficiency(t *testing.T) {
 	exits := func(f Floor) Floor {
 		f.Exits = true
 		return f
+	}
+	paced := func(f Floor) Floor {
+		f.Paced = &FloorPaced{PauseSeconds: 1, DurationSeconds: 30}
+		return f
+	}
+	pacedDoc := func(d *Document) *Document {
+		d.Config.PauseSeconds = 1
+		return d
 	}
 	doc := func(rooms int, server, client float64, floors ...Floor) *Document {
 		d := &Document{Config: Config{Rooms: rooms}, Environment: Environment{Floor: floors}}
@@ -101,6 +112,14 @@ func TestEfficiency(t *testing.T) {
 			ok: true, server: 0.5, client: 0.5, rooms: 900, engine: "epoll"},
 		{name: "epoll first with exits", d: doc(15, 10, 8, exits(floor("uring", 15, 4, 4)), floor("epoll", 15, 4, 4), exits(floor("epoll", 15, 5, 4))),
 			ok: true, server: 0.5, client: 0.5, rooms: 15, engine: "epoll"},
+		{name: "a turn-taking run skips a paced floor", d: doc(15, 10, 8, paced(floor("epoll", 15, 4, 4)), floor("epoll", 50, 5, 4)),
+			ok: true, server: 0.5, client: 0.5, rooms: 50, engine: "epoll"},
+		{name: "a paced run takes a paced floor", d: pacedDoc(doc(15, 10, 8, exits(floor("epoll", 15, 4, 4)), paced(floor("epoll", 50, 5, 4)))),
+			ok: true, server: 0.5, client: 0.5, rooms: 50, engine: "epoll"},
+		{name: "a paced run without a paced floor", d: pacedDoc(doc(15, 10, 8, exits(floor("epoll", 15, 5, 4)))),
+			ok: true, server: 0.5, client: 0.5, rooms: 15, engine: "epoll"},
+		{name: "the closest paced floor", d: pacedDoc(doc(9500, 10, 8, paced(floor("epoll", 950, 4, 4)), floor("epoll", 9500, 4, 4), paced(floor("epoll", 9000, 5, 4)))),
+			ok: true, server: 0.5, client: 0.5, rooms: 9000, engine: "epoll"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, ok := Efficiency(tc.d)
