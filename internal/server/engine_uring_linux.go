@@ -882,8 +882,13 @@ func (l *urLoop) readIn(c *conn) {
 	for {
 		c.mu.Lock()
 		stop := c.closed || c.lingering != ""
+		backlog := c.flushing && len(c.out)+c.inflight > c.s.cfg.SendBuffer/2
 		c.mu.Unlock()
 		if stop {
+			return
+		}
+		if backlog {
+			l.holdBack(c)
 			return
 		}
 		f, err := c.reader.Next()
@@ -912,6 +917,25 @@ func (l *urLoop) pause(c *conn, f protocol.Frame, d time.Duration) {
 	k := c.ur
 	k.held = &f // valid: the reader is not called until resume
 	k.pauseBy = time.Now().Add(d).UnixNano()
+	k.paused = true
+	l.paused = append(l.paused, c)
+}
+
+// backlogPause is how long a connection whose own replies back up waits
+// before its loop reads on (holdBack).
+const backlogPause = time.Millisecond
+
+// holdBack stops reading a connection that has half its send buffer
+// waiting to be written, until its loop comes back to it (backlogPause):
+// backpressure, as a blocking writer would give. Without it, one round
+// can handle a pipelining client's every request that a multishot recv
+// brought, megabytes of them, before the ring sees what the socket took,
+// and a client that reads as fast as it can is closed as a slow
+// consumer. A client that does not read at all is still closed, by the
+// write-stall rule.
+func (l *urLoop) holdBack(c *conn) {
+	k := c.ur
+	k.pauseBy = time.Now().Add(backlogPause).UnixNano()
 	k.paused = true
 	l.paused = append(l.paused, c)
 }
@@ -949,12 +973,14 @@ func (l *urLoop) resume(c *conn) {
 	c.mu.Unlock()
 	f := k.held
 	k.held = nil
-	if stop || f == nil {
+	if stop {
 		return
 	}
-	c.throttleResume()
-	c.takeToken()
-	c.handle(*f)
+	if f != nil { // paused by the request rate, not held back
+		c.throttleResume()
+		c.takeToken()
+		c.handle(*f)
+	}
 	l.readIn(c)
 }
 

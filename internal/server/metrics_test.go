@@ -134,6 +134,43 @@ func testSlowConsumer(t *testing.T) {
 	t.Logf("cut off after %d chats of %d bytes", sent, len(chatB))
 }
 
+// TestPipelinedRequests: a client that sends 30,000 requests at once and
+// reads its replies as fast as it can is served, not cut off as a slow
+// consumer: a loop that handles more of its input than its replies can
+// keep up with must stop reading it, not count the backlog against it.
+func TestPipelinedRequests(t *testing.T) { forEngines(t, testPipelinedRequests) }
+
+func testPipelinedRequests(t *testing.T) {
+	s := startServer(t, Config{MaxPrivate: Off, RequestRate: Off})
+	c := dial(t, s)
+	c.access("Pipe")
+	c.enter("Pipe", "talker")
+	const requests, batch = 30000, 1000
+	req, err := (&protocol.EnterPrivate{Type: protocol.Request, RoomName: "Pipe", FromName: "talker", ToName: "talker"}).AppendPacket(nil)
+	require.NoError(t, err)
+	b := make([]byte, 0, batch*len(req))
+	for range batch {
+		b = append(b, req...)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		for range requests / batch {
+			if _, err := c.c.Write(b); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	for i := range requests {
+		p, err := c.next(10 * time.Second)
+		require.NoError(t, err, "reply %d of %d", i+1, requests)
+		require.Equal(t, protocol.IDEnterPrivate, p.PacketID(), "reply %d", i+1)
+	}
+	require.NoError(t, <-wrote)
+	assert.Zero(t, s.counters.closed[ReasonSlowConsumer].Load())
+}
+
 // TestMetricsInfo: the server says the engine it uses and its version in
 // volanogo_server_info, which volanogo load records.
 func TestMetricsInfo(t *testing.T) { forEngines(t, testMetricsInfo) }
