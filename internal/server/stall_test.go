@@ -61,15 +61,30 @@ func testNoStallClosingManySessions(t *testing.T) {
 	for range 1000 {
 		batch = append(batch, req...)
 	}
+	// The writer keeps at most two batches' confirms (about 80 KB)
+	// ahead of the reader: a client that lets the server's replies pile
+	// up past the send buffer (256 KiB) is a slow consumer, which a
+	// busy machine (a slow reader under -race) made this one.
+	acked := make(chan struct{}, sessions/1000)
 	go func() {
-		for range sessions / 1000 {
+		for i := range sessions / 1000 {
+			if i >= 2 {
+				select {
+				case <-acked:
+				case <-time.After(10 * time.Second):
+					return
+				}
+			}
 			if _, err := att.c.Write(batch); err != nil {
 				return
 			}
 		}
 	}()
-	for range sessions {
+	for i := range sessions {
 		att.expect()
+		if i%1000 == 999 {
+			acked <- struct{}{}
+		}
 	}
 
 	a := dial(t, s)
