@@ -10,12 +10,28 @@
 # and out (within the schedule's window: a run that fell behind shows the
 # rate it held), the integrity line, and the acceptance: the p99 from the
 # schedule against the SLO, the server's share of the machine against 10%,
-# the client's share, and, for context, the kernel floor of the same rooms
-# (`volanogo floor --chat-only`, measured just before the reading: a
-# paced run's server CPU is read at the drain, before the users leave):
-# its server CPU per message and the share of the machine it would need at
-# the reading's rate. The load average is printed before and after each run: the
-# machine is shared, and the shares are of the whole machine.
+# the client's share, and the kernel floor of the same traffic.
+#
+# The floor of a reading is the paced floor (`volanogo floor --pause`),
+# measured just before it: the same rooms and users, each user sending a
+# chat every pause from a random offset, as load schedules them, for the
+# reading's duration; one epoll server thread relaying each chat and
+# confirming it to its sender, one client thread sending on the schedule
+# (in a child process: one process cannot hold both ends of 19,000
+# connections), both on raw system calls with nothing else. At a chat a
+# second per user most chats wake the server alone, so this is the least
+# CPU this traffic costs on this machine: the script prints our server's
+# CPU per message over the paced floor's, and the share of the machine the
+# paced floor's server needs next to ours (when it needs more than the
+# goal, no server can meet the goal here). It is not a capacity (its
+# latency is one bare thread per side, printed for reference), and like
+# a paced run's server CPU (read at the drain) it has no exit phase.
+#
+# For context, the turn-taking floor of the same rooms (`volanogo floor
+# --chat-only`, whose waits return many events: a floor no paced run can
+# reach) is printed too, labelled as such; TURNS_FLOOR=0 skips it. The
+# load average is printed before and after each run: the machine is
+# shared, and the shares are of the whole machine.
 #
 # A reading is users-per-room:pause. The default three:
 #   20:1s   19,000 users in rooms of 20, one chat a second each: 19,000 chats
@@ -38,9 +54,10 @@
 # processors), COALESCE the server's coalescing windows, each reading run
 # once with each in turn after the one floor (serve --coalesce; 0: none;
 # default none: it is recorded in each result document and printed),
-# FLOOR=0 skips the floor, FLOOR_COUNT is each floor user's messages
-# (default 10). The acceptance needs jq for its figures; without it the
-# run's own lines and verdict are printed.
+# FLOOR=0 skips both floors, TURNS_FLOOR=0 the turn-taking one, FLOOR_COUNT
+# is each turn-taking floor user's messages (default 10). The acceptance
+# needs jq for its figures; without it the run's own lines, the floors'
+# CPU per message and the verdict are printed.
 #
 # The server and the client each hold one end of every connection (19,000
 # each, within the 20,000 open files of a process); the floor runs its
@@ -54,6 +71,7 @@ slo=${SLO:-50ms}
 goal=${SERVER_GOAL:-10}
 floor=${FLOOR:-1}
 floorcount=${FLOOR_COUNT:-10}
+turnsfloor=${TURNS_FLOOR:-1}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/paced.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 go build -o "$tmp/volanogo" ./cmd/volanogo
@@ -80,16 +98,37 @@ for reading in $readings; do
 	echo
 	echo "== $rooms rooms x $per users, one chat every $pause each, $duration"
 	fs=
+	ps=
+	pp=
 	if [ "$floor" != 0 ]; then
-		echo "floor: volanogo floor --rooms $rooms --users $per --count $floorcount --chat-only (load average $(loadavg))"
-		if "$vg" floor --rooms "$rooms" --users "$per" --count "$floorcount" --chat-only --json >"$tmp/floor.json" 2>"$tmp/floor.err"; then
-			fs=$(sed -n 's/.*"server_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
-			fc=$(sed -n 's/.*"client_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
-			ft=$(sed -n 's/.*"throughput": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
-			printf 'Floor              = %.0f msg/s; server %.2f us, client %.2f us per message\n' "$ft" "$fs" "$fc"
+		echo "paced floor: volanogo floor --rooms $rooms --users $per --pause $pause --duration $duration (load average $(loadavg))"
+		if "$vg" floor --rooms "$rooms" --users "$per" --pause "$pause" --duration "$duration" --json >"$tmp/pfloor.json" 2>"$tmp/floor.err"; then
+			ps=$(sed -n 's/.*"server_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/pfloor.json")
+			pc=$(sed -n 's/.*"client_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/pfloor.json")
+			pt=$(sed -n 's/.*"throughput": *\([0-9.eE+-]*\).*/\1/p' "$tmp/pfloor.json")
+			pp=$(sed -n 's/.*"server_cpu_percent": *\([0-9.eE+-]*\).*/\1/p' "$tmp/pfloor.json")
+			pcp=$(sed -n 's/.*"client_cpu_percent": *\([0-9.eE+-]*\).*/\1/p' "$tmp/pfloor.json")
+			printf 'Paced floor        = %.0f msg/s; server %.2f us, client %.2f us per message; server %.1f%%, client %.1f%% of the machine\n' \
+				"$pt" "$ps" "$pc" "$(echo "$pp $ncpu" | awk '{ print $1 / $2 }')" "$(echo "$pcp $ncpu" | awk '{ print $1 / $2 }')"
+			if $havejq; then
+				jq -r 'def ms: . / 1e6 | if . >= 100 then "\(. | round) ms" else "\(. * 100 | round / 100) ms" end;
+					"Paced floor delay  = p50 \(.paced.delivery_scheduled.p50_ns | ms), p99 \(.paced.delivery_scheduled.p99_ns | ms) from the schedule (from the send: p99 \(.paced.delivery.p99_ns | ms)); \(.paced.sent) chats sent, \(.paced.delivered) delivered in \(.elapsed_seconds * 100 | round / 100) s"' "$tmp/pfloor.json"
+			fi
 		else
-			echo "the floor failed:"
+			echo "the paced floor failed:"
 			tail -n 5 "$tmp/floor.err"
+		fi
+		if [ "$turnsfloor" != 0 ]; then
+			echo "turn-taking floor (context, not this traffic): volanogo floor --rooms $rooms --users $per --count $floorcount --chat-only (load average $(loadavg))"
+			if "$vg" floor --rooms "$rooms" --users "$per" --count "$floorcount" --chat-only --json >"$tmp/floor.json" 2>"$tmp/floor.err"; then
+				fs=$(sed -n 's/.*"server_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
+				fc=$(sed -n 's/.*"client_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
+				ft=$(sed -n 's/.*"throughput": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
+				printf 'Turn-taking floor  = %.0f msg/s; server %.2f us, client %.2f us per message\n' "$ft" "$fs" "$fc"
+			else
+				echo "the turn-taking floor failed:"
+				tail -n 5 "$tmp/floor.err"
+			fi
 		fi
 	fi
 	for co in $coalesces; do
@@ -113,7 +152,7 @@ for reading in $readings; do
 		}
 		if $havejq && [ -s "$tmp/doc.json" ]; then
 			# The acceptance's figures, from the result document.
-			jq -r --argjson n "$ncpu" --argjson goal "$goal" --arg slo "$slo" --arg fs "${fs:-}" '
+			jq -r --argjson n "$ncpu" --argjson goal "$goal" --arg slo "$slo" --arg fs "${fs:-}" --arg ps "${ps:-}" --arg pp "${pp:-}" '
 				def ms: . / 1e6 | if . >= 100 then "\(. | round) ms" else "\(. * 100 | round / 100) ms" end;
 				def pct: "\(. * 10 | round / 10)%";
 				(.latency.delivery_scheduled // .latency.delivery) as $h
@@ -122,9 +161,13 @@ for reading in $readings; do
 				| (.config.users * .config.rooms / .config.pause_seconds) as $chats
 				| ($chats * .config.users) as $msgs
 				| "Acceptance         = p99 from the schedule \($h.p99_ns | ms) (SLO \($slo)); server \($srv | pct) of the machine (goal under \($goal)%); client \($cli | pct) of the machine",
+				  (if $ps != "" then
+					($ps | tonumber) as $f
+					| "Against the paced floor = ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x its server CPU per message; its server needs \(($pp | tonumber) / $n | pct) of the machine for this traffic, ours \($srv | pct) (goal under \($goal)%\(if ($pp | tonumber) / $n >= $goal then ": the goal is below this machine'"'"'s kernel floor" else "" end))"
+				   else empty end),
 				  (if $fs != "" then
 					($fs | tonumber) as $f
-					| "Against the floor  = at \($chats | round) chats and \($msgs | round) messages a second the floor'"'"'s server would use \($f * $msgs / 1e4 / $n | pct) of the machine; ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x the floor'"'"'s CPU per message"
+					| "Against the turn-taking floor (context) = at \($chats | round) chats and \($msgs | round) messages a second its server would use \($f * $msgs / 1e4 / $n | pct) of the machine; ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x its CPU per message"
 				   else empty end),
 				  "Verdict            = \(if (.paced.broken | not) and $srv < $goal then "held" else "not held" end)\([(if .paced.broken then .paced.reason else empty end), (if $srv >= $goal then "server at \($srv | pct) of the machine" else empty end)] | if length > 0 then " (" + join("; ") + ")" else "" end)"
 			' "$tmp/doc.json"
