@@ -125,8 +125,8 @@ func serveEpoll(srv []int32, sc *script, done *atomic.Bool, ready chan<- error) 
 					}
 				}
 			}
-			for ; confirms > 0; confirms-- {
-				rawSend(srv[i], pc.confirm[r], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+			if confirms > 0 {
+				rawSend(srv[i], pc.confirms(r, confirms), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 			}
 			if x != nil && x.leaves(i, got) {
 				_ = x.relayExit(i, func(fd int32, b []byte) error {

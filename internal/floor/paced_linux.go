@@ -27,6 +27,21 @@ type pacedServer struct {
 	confirm [][]byte
 	held    []byte // MessageBytes a connection
 	hold    []uint8
+	scratch []byte // confirms sent together
+}
+
+// confirms is k confirms of room r, to send at once (as the chats they
+// confirm were relayed, when a read returned several).
+func (p *pacedServer) confirms(r, k int) []byte {
+	c := p.confirm[r]
+	if k == 1 {
+		return c
+	}
+	p.scratch = p.scratch[:0]
+	for ; k > 0; k-- {
+		p.scratch = append(p.scratch, c...)
+	}
+	return p.scratch
 }
 
 // newPacedServer is nil for a turn-taking floor.

@@ -78,6 +78,9 @@ func TestPacedServerWholeChats(t *testing.T) {
 	assert.Equal(t, 1, k)
 	assert.Equal(t, chat('d', MessageBytes), buf[:w])
 
+	assert.Equal(t, []byte{1}, p.confirms(0, 1))
+	assert.Equal(t, []byte{1, 1, 1}, p.confirms(0, 3), "one send for the chats of one read")
+
 	assert.Nil(t, newPacedServer(&script{users: 2}, 2), "turn-taking")
 }
 
