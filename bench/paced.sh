@@ -112,7 +112,7 @@ for reading in $readings; do
 				"$pt" "$ps" "$pc" "$(echo "$pp $ncpu" | awk '{ print $1 / $2 }')" "$(echo "$pcp $ncpu" | awk '{ print $1 / $2 }')"
 			if $havejq; then
 				jq -r 'def ms: . / 1e6 | if . >= 100 then "\(. | round) ms" else "\(. * 100 | round / 100) ms" end;
-					"Paced floor delay  = p50 \(.paced.delivery_scheduled.p50_ns | ms), p99 \(.paced.delivery_scheduled.p99_ns | ms) from the schedule (from the send: p99 \(.paced.delivery.p99_ns | ms)); \(.paced.sent) chats sent, \(.paced.delivered) delivered in \(.elapsed_seconds * 100 | round / 100) s"' "$tmp/pfloor.json"
+					"Paced floor delay  = p50 \(.paced.delivery_scheduled.p50_ns | ms), p99 \(.paced.delivery_scheduled.p99_ns | ms) from the schedule (from the send: p99 \(.paced.delivery.p99_ns | ms)); \(.paced.sent) chats sent, \(.paced.delivered) delivered in \(.elapsed_seconds * 100 | round / 100) s; \(if (.paced.server_wakeups // 0) > 0 then .paced.sent / .paced.server_wakeups * 100 | round / 100 else "?" end) chats a server wake-up"' "$tmp/pfloor.json"
 			fi
 		else
 			echo "the paced floor failed:"

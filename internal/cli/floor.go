@@ -229,6 +229,9 @@ func pacedFloorLines(w io.Writer, f results.Floor) {
 		f.Throughput, micros(f.ServerCPUPerMessageMicros), micros(f.ClientCPUPerMessageMicros))
 	fmt.Fprintf(w, "  server %.1f%%, client %.1f%% of a processor (%.1f%% and %.1f%% of this machine's %d)\n",
 		p.ServerCPUPercent, p.ClientCPUPercent, p.ServerCPUPercent/n, p.ClientCPUPercent/n, int(n))
+	if p.ServerWakeups > 0 {
+		fmt.Fprintf(w, "  the server woke %d times (%.2f chats a wake-up)\n", p.ServerWakeups, float64(p.Sent)/float64(p.ServerWakeups))
+	}
 	for _, h := range []struct {
 		name string
 		h    *results.Histogram

@@ -153,7 +153,7 @@ var testPacedFloor = results.Floor{Engine: "epoll", Rooms: 9500, Users: 2, Conne
 	Paced: &results.FloorPaced{PauseSeconds: 1, DurationSeconds: 30, Confirms: true, Sent: 570000, Delivered: 570000,
 		Delivery:          &results.Histogram{Count: 570000, P50: 80_000, P99: 1_500_000, P999: 4_000_000, Max: 12_000_000},
 		DeliveryScheduled: &results.Histogram{Count: 570000, P50: 150_000, P99: 2_500_000, P999: 6_000_000, Max: 20_000_000},
-		ServerCPUPercent:  15, ClientCPUPercent: 20}}
+		ServerCPUPercent:  15, ClientCPUPercent: 20, ServerWakeups: 456000}}
 
 func TestFloorPacedFlags(t *testing.T) {
 	spec := fakeFloor(t, testPacedFloor, nil)
@@ -166,6 +166,7 @@ func TestFloorPacedFlags(t *testing.T) {
 		"  570000 chats sent, 570000 delivered (1140000 messages of 80 bytes, and a confirm per chat) in 30.002 seconds\n"+
 		"  37998 messages per second; server 3.95 µs, client 5.26 µs per message\n"+
 		fmt.Sprintf("  server 15.0%%, client 20.0%% of a processor (%.1f%% and %.1f%% of this machine's %d)\n", 15/float64(n), 20/float64(n), n)+
+		"  the server woke 456000 times (1.25 chats a wake-up)\n"+
 		"  delivery latency from the send     p50 80.0 µs, p99 1.50 ms, p99.9 4.00 ms, max 12.0 ms\n"+
 		"  delivery latency from the schedule p50 150 µs, p99 2.50 ms, p99.9 6.00 ms, max 20.0 ms\n", out)
 

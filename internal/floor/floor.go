@@ -172,8 +172,8 @@ func (s *Spec) normalize() error {
 
 // pacedFigures is what a paced floor's client measured.
 type pacedFigures struct {
-	sent, delivered             int64
-	delivery, deliveryScheduled *results.Histogram
+	sent, delivered, serverWakes int64
+	delivery, deliveryScheduled  *results.Histogram
 }
 
 // pacedFloor makes a paced floor's document: its messages are the chats
@@ -190,6 +190,7 @@ func pacedFloor(s *Spec, child bool, when time.Time, serverCPU, clientCPU, elaps
 		Paced: &results.FloorPaced{
 			PauseSeconds: s.Pause.Seconds(), DurationSeconds: s.Duration.Seconds(), Confirms: true,
 			Sent: p.sent, Delivered: p.delivered, Delivery: p.delivery, DeliveryScheduled: p.deliveryScheduled,
+			ServerWakeups: p.serverWakes,
 		},
 	}
 	if elapsed > 0 {

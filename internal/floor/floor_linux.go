@@ -105,6 +105,7 @@ func Run(ctx context.Context, s Spec) (results.Floor, error) {
 		if pf == nil {
 			return results.Floor{}, errors.New("the clients' process: no paced figures")
 		}
+		pf.serverWakes = sr.wakes
 		return pacedFloor(&s, child, when, sr.cpu, cr.cpu, cr.elapsed, pf), nil
 	}
 	return figures(&s, child, when, sr.cpu, cr.cpu, cr.elapsed), nil

@@ -166,6 +166,8 @@ func checkPaced(t *testing.T, s Spec, child bool, perUser int64) {
 	assert.Equal(t, p.Delivered, p.Delivery.Count)
 	assert.Equal(t, p.Delivered, p.DeliveryScheduled.Count)
 	assert.Positive(t, p.Delivery.P99)
+	assert.Positive(t, p.ServerWakeups)
+	assert.LessOrEqual(t, p.ServerWakeups, p.Sent, "a wake-up reads a chat at least")
 	assert.GreaterOrEqual(t, p.DeliveryScheduled.P50, p.Delivery.P50)
 	assert.GreaterOrEqual(t, p.DeliveryScheduled.Max, p.Delivery.Max)
 	// The schedule sets the elapsed time: from the start to the last

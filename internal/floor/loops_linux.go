@@ -54,7 +54,9 @@ func epollWait(ep int, ev []unix.EpollEvent, msec int) (int, error) {
 // sideResult is what one side's thread measured.
 type sideResult struct {
 	cpu, elapsed float64
-	err          error
+	// wakes is the server's waits that returned events.
+	wakes int64
+	err   error
 }
 
 // newEpoll is an epoll instance watching fds for reading, each event
@@ -94,12 +96,16 @@ func serveEpoll(srv []int32, sc *script, done *atomic.Bool, ready chan<- error) 
 	x := newServerExits(srv, sc)
 	pc := newPacedServer(sc, len(srv))
 	users := sc.users
+	var wakes int64
 	c0 := threadCPU()
 	close(ready)
 	for !done.Load() && !x.over() {
 		n, err := epollWait(ep, ev, 100)
 		if err != nil {
 			return sideResult{cpu: threadCPU() - c0, err: fmt.Errorf("server: epoll_wait: %w", err)}
+		}
+		if n > 0 {
+			wakes++
 		}
 		for k := 0; k < n; k++ {
 			i := int(ev[k].Fd)
@@ -137,7 +143,7 @@ func serveEpoll(srv []int32, sc *script, done *atomic.Bool, ready chan<- error) 
 		}
 	}
 	cpu := threadCPU() - c0
-	return sideResult{cpu: cpu, err: x.unclosed()}
+	return sideResult{cpu: cpu, wakes: wakes, err: x.unclosed()}
 }
 
 // serverExits is the server's side of the exit phase: what each

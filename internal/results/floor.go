@@ -85,6 +85,10 @@ type FloorPaced struct {
 	// over the elapsed time (100: one processor busy).
 	ServerCPUPercent float64 `json:"server_cpu_percent"`
 	ClientCPUPercent float64 `json:"client_cpu_percent"`
+	// ServerWakeups is the server thread's waits (epoll_wait) that
+	// returned events: Sent over it is the chats a wake-up served, near 1
+	// when each chat wakes the server alone.
+	ServerWakeups int64 `json:"server_wakeups"`
 }
 
 // EfficiencyFigures is a run's CPU per message against its machine's
