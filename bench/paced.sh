@@ -100,6 +100,7 @@ for reading in $readings; do
 	fs=
 	ps=
 	pp=
+	pt=
 	if [ "$floor" != 0 ]; then
 		echo "paced floor: volanogo floor --rooms $rooms --users $per --pause $pause --duration $duration (load average $(loadavg))"
 		if "$vg" floor --rooms "$rooms" --users "$per" --pause "$pause" --duration "$duration" --json >"$tmp/pfloor.json" 2>"$tmp/floor.err"; then
@@ -152,7 +153,7 @@ for reading in $readings; do
 		}
 		if $havejq && [ -s "$tmp/doc.json" ]; then
 			# The acceptance's figures, from the result document.
-			jq -r --argjson n "$ncpu" --argjson goal "$goal" --arg slo "$slo" --arg fs "${fs:-}" --arg ps "${ps:-}" --arg pp "${pp:-}" '
+			jq -r --argjson n "$ncpu" --argjson goal "$goal" --arg slo "$slo" --arg fs "${fs:-}" --arg ps "${ps:-}" --arg pp "${pp:-}" --arg pt "${pt:-0}" '
 				def ms: . / 1e6 | if . >= 100 then "\(. | round) ms" else "\(. * 100 | round / 100) ms" end;
 				def pct: "\(. * 10 | round / 10)%";
 				(.latency.delivery_scheduled // .latency.delivery) as $h
@@ -163,7 +164,7 @@ for reading in $readings; do
 				| "Acceptance         = p99 from the schedule \($h.p99_ns | ms) (SLO \($slo)); server \($srv | pct) of the machine (goal under \($goal)%); client \($cli | pct) of the machine",
 				  (if $ps != "" then
 					($ps | tonumber) as $f
-					| "Against the paced floor = ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x its server CPU per message; its server needs \(($pp | tonumber) / $n | pct) of the machine for this traffic, ours \($srv | pct) (goal under \($goal)%\(if ($pp | tonumber) / $n >= $goal then ": the goal is below this machine'"'"'s kernel floor" else "" end))"
+					| "Against the paced floor = ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x its server CPU per message; its server needs \(($pp | tonumber) / $n | pct) of the machine for this traffic at \($pt | tonumber | round) msg/s, ours \($srv | pct) at \(.counts.total / .elapsed_seconds | round) msg/s (goal under \($goal)%\(if ($pp | tonumber) / $n >= $goal then ": the goal is below this machine'"'"'s kernel floor" else "" end))"
 				   else empty end),
 				  (if $fs != "" then
 					($fs | tonumber) as $f
