@@ -93,7 +93,7 @@ func record(h histogram, ns int64) {
 
 // pacedClients is the paced floor's client on one OS thread: it sends each
 // user's chats on the schedule of p, stamped with their times, and reads
-// every connection, recording each chat's delivery latency at the time of
+// every connection, recording each chat's delivery latency at the end of
 // the read that returned it, until the schedule is over and every chat
 // sent has reached the other users of its room and been confirmed to its
 // sender. It fails when nothing arrives for stall while chats are on
@@ -157,7 +157,7 @@ func pacedClients(cli []int32, p *pacing, stall time.Duration, done *atomic.Bool
 			case r < 0:
 				continue
 			}
-			if err := c.consume(i, buf[:r], t); err != nil {
+			if err := c.consume(i, buf[:r], now()); err != nil {
 				return fail(err)
 			}
 		}
