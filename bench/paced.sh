@@ -25,7 +25,11 @@
 # paced floor's server needs next to ours (when it needs more than the
 # goal, no server can meet the goal here). It is not a capacity (its
 # latency is one bare thread per side, printed for reference), and like
-# a paced run's server CPU (read at the drain) it has no exit phase.
+# a paced run's server CPU (read at the drain) it has no exit phase. On a
+# loaded machine its threads do not get the processor when they need it:
+# it falls behind its schedule, batches (its chats a server wake-up rise
+# well above 1) and costs less per message than a paced floor; the script
+# says so when the paced floor's own p99 from the schedule is over the SLO.
 #
 # For context, the turn-taking floor of the same rooms (`volanogo floor
 # --chat-only`, whose waits return many events: a floor no paced run can
@@ -113,7 +117,11 @@ for reading in $readings; do
 				"$pt" "$ps" "$pc" "$(echo "$pp $ncpu" | awk '{ print $1 / $2 }')" "$(echo "$pcp $ncpu" | awk '{ print $1 / $2 }')"
 			if $havejq; then
 				jq -r 'def ms: . / 1e6 | if . >= 100 then "\(. | round) ms" else "\(. * 100 | round / 100) ms" end;
-					"Paced floor delay  = p50 \(.paced.delivery_scheduled.p50_ns | ms), p99 \(.paced.delivery_scheduled.p99_ns | ms) from the schedule (from the send: p99 \(.paced.delivery.p99_ns | ms)); \(.paced.sent) chats sent, \(.paced.delivered) delivered in \(.elapsed_seconds * 100 | round / 100) s; \(if (.paced.server_wakeups // 0) > 0 then .paced.sent / .paced.server_wakeups * 100 | round / 100 else "?" end) chats a server wake-up"' "$tmp/pfloor.json"
+					def dur: capture("^(?<v>[0-9.]+)(?<u>[a-zµ]+)$") | (.v | tonumber) * {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 6e10}[.u];
+					"Paced floor delay  = p50 \(.paced.delivery_scheduled.p50_ns | ms), p99 \(.paced.delivery_scheduled.p99_ns | ms) from the schedule (from the send: p99 \(.paced.delivery.p99_ns | ms)); \(.paced.sent) chats sent, \(.paced.delivered) delivered in \(.elapsed_seconds * 100 | round / 100) s; \(if (.paced.server_wakeups // 0) > 0 then .paced.sent / .paced.server_wakeups * 100 | round / 100 else "?" end) chats a server wake-up",
+					(if .paced.delivery_scheduled.p99_ns > ($slo | dur) then
+						"Paced floor behind = its p99 from the schedule is over \($slo): the machine did not give its two threads the processor they needed when they needed it; where it fell behind it batched (chats a wake-up well above 1), and then its CPU per message is below a paced floor'"'"'s: measure on a quieter machine"
+					 else empty end)' --arg slo "$slo" "$tmp/pfloor.json"
 			fi
 		else
 			echo "the paced floor failed:"
@@ -164,7 +172,8 @@ for reading in $readings; do
 				| "Acceptance         = p99 from the schedule \($h.p99_ns | ms) (SLO \($slo)); server \($srv | pct) of the machine (goal under \($goal)%); client \($cli | pct) of the machine",
 				  (if $ps != "" then
 					($ps | tonumber) as $f
-					| "Against the paced floor = ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x its server CPU per message; its server needs \(($pp | tonumber) / $n | pct) of the machine for this traffic at \($pt | tonumber | round) msg/s, ours \($srv | pct) at \(.counts.total / .elapsed_seconds | round) msg/s (goal under \($goal)%\(if ($pp | tonumber) / $n >= $goal then ": the goal is below this machine'"'"'s kernel floor" else "" end))"
+					| ($f * $msgs / 1e4 / $n) as $need
+					| "Against the paced floor = ours \((.server.cpu_per_message_us // 0) / $f * 100 | round / 100)x its server CPU per message; at the schedule'"'"'s \($msgs | round) msg/s its server needs \($need | pct) of the machine (its CPU per message times the rate; it used \(($pp | tonumber) / $n | pct) over its run at \($pt | tonumber | round) msg/s), ours \($srv | pct) at \(.counts.total / .elapsed_seconds | round) msg/s (goal under \($goal)%\(if $need >= $goal then ": the goal is below this machine'"'"'s kernel floor" else "" end))"
 				   else empty end),
 				  (if $fs != "" then
 					($fs | tonumber) as $f
