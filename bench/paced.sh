@@ -53,13 +53,18 @@
 #   READINGS="2:1s" COALESCE=500us bench/paced.sh   # serve --coalesce 500us
 #   READINGS="2:1s" COALESCE="0 250us" bench/paced.sh  # each reading without, then with
 #   USERS=9500 SLO=100ms LOOPS=2 FLOOR=0 bench/paced.sh
+#   READINGS="2:1s" NICE=-10 bench/paced.sh      # floors, server and client at nice -10
 #
 # LOOPS is the client's event loops (load --loops; default half the
 # processors), COALESCE the server's coalescing windows, each reading run
 # once with each in turn after the one floor (serve --coalesce; 0: none;
 # default none: it is recorded in each result document and printed),
 # FLOOR=0 skips both floors, TURNS_FLOOR=0 the turn-taking one, FLOOR_COUNT
-# is each turn-taking floor user's messages (default 10). The acceptance
+# is each turn-taking floor user's messages (default 10), NICE the
+# niceness of the floors, the server and the client (nice -n; below 0 needs
+# root: on a machine shared with other work, so that the measured threads
+# get the processor when they need it, at the expense of that work, which
+# the figures should then say; default: the shell's). The acceptance
 # needs jq for its figures; without it the run's own lines, the floors'
 # CPU per message and the verdict are printed.
 #
@@ -89,12 +94,16 @@ havejq=false
 if command -v jq >/dev/null 2>&1; then
 	havejq=true
 fi
+nice=
+if [ -n "${NICE:-}" ]; then
+	nice="nice -n $NICE"
+fi
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 ncpu=$(nproc)
 
 echo "machine: $ncpu processors, $(uname -sr), $(go env GOVERSION), open files $(ulimit -n)"
 echo "acceptance: $users users, p99 delivery (from the schedule) under $slo, server under $goal% of the machine"
-echo "server: serve --engine epoll, --coalesce $coalesces; client: load --engine epoll ${loops:-(default loops)}; $duration a reading"
+echo "server: serve --engine epoll, --coalesce $coalesces; client: load --engine epoll ${loops:-(default loops)}; $duration a reading${nice:+; floors, server and client under $nice}"
 for reading in $readings; do
 	per=${reading%%:*}
 	pause=${reading#*:}
@@ -107,7 +116,8 @@ for reading in $readings; do
 	pt=
 	if [ "$floor" != 0 ]; then
 		echo "paced floor: volanogo floor --rooms $rooms --users $per --pause $pause --duration $duration (load average $(loadavg))"
-		if "$vg" floor --rooms "$rooms" --users "$per" --pause "$pause" --duration "$duration" --json >"$tmp/pfloor.json" 2>"$tmp/floor.err"; then
+		# shellcheck disable=SC2086 # $nice is a command or nothing
+		if $nice "$vg" floor --rooms "$rooms" --users "$per" --pause "$pause" --duration "$duration" --json >"$tmp/pfloor.json" 2>"$tmp/floor.err"; then
 			ps=$(sed -n 's/.*"server_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/pfloor.json")
 			pc=$(sed -n 's/.*"client_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/pfloor.json")
 			pt=$(sed -n 's/.*"throughput": *\([0-9.eE+-]*\).*/\1/p' "$tmp/pfloor.json")
@@ -129,7 +139,8 @@ for reading in $readings; do
 		fi
 		if [ "$turnsfloor" != 0 ]; then
 			echo "turn-taking floor (context, not this traffic): volanogo floor --rooms $rooms --users $per --count $floorcount --chat-only (load average $(loadavg))"
-			if "$vg" floor --rooms "$rooms" --users "$per" --count "$floorcount" --chat-only --json >"$tmp/floor.json" 2>"$tmp/floor.err"; then
+			# shellcheck disable=SC2086 # $nice is a command or nothing
+			if $nice "$vg" floor --rooms "$rooms" --users "$per" --count "$floorcount" --chat-only --json >"$tmp/floor.json" 2>"$tmp/floor.err"; then
 				fs=$(sed -n 's/.*"server_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
 				fc=$(sed -n 's/.*"client_cpu_per_message_us": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
 				ft=$(sed -n 's/.*"throughput": *\([0-9.eE+-]*\).*/\1/p' "$tmp/floor.json")
@@ -147,8 +158,8 @@ for reading in $readings; do
 		fi
 		echo "run: serve --engine epoll ${coalesce:-(no --coalesce)} (load average $(loadavg))"
 		rm -f "$tmp/doc.json"
-		# shellcheck disable=SC2086 # $loops and $coalesce are one option or none
-		if "$vg" load --server-cmd "$vg serve --engine epoll $coalesce --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" \
+		# shellcheck disable=SC2086 # $loops and $coalesce are one option or none, $nice a command or nothing
+		if $nice "$vg" load --server-cmd "$vg serve --engine epoll $coalesce --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" \
 			-rooms "$rooms" -users "$per" -pause "$pause" --duration "$duration" --slo "$slo" -runs 1 \
 			--engine epoll $loops --quiet --file "" -o "$tmp/doc.json" >"$tmp/out.txt" 2>&1; then
 			:
