@@ -44,20 +44,20 @@ import (
 // sockets have had their turn (the goroutine engine yields every 32
 // packets for the same fairness).
 //
-// An idle connection (no packet between two scans) gives back its read
-// and scratch buffers: at 19,000 mostly idle connections they would be
-// half the memory.
+// A connection holds a reader and a scratch buffer only while it has
+// part of a packet: a read that leaves none gives them back to the
+// loop's pool at once, for the next socket that reads, which finds them
+// in the cache. At 19,000 mostly idle connections they would be half the
+// memory. (Until this, a connection kept them until a scan found it
+// idle: in a paced run, where each of 19,000 users reads every second,
+// the scans walked thousands of them four times a second, and the
+// readers the pool could not keep went to the GC.)
 //
 // Deadlines (the Access deadline, the idle timeout, the write stall) are
 // checked by a scan of all the loop's connections every full tick: an
 // eighth of the shortest of them, between 5 ms and 1 s. Every tick (the
 // full tick, at most 250 ms) a shorter scan visits only the connections
-// that hold a reader (they read since they last gave it back) or drain
-// after a refusal (a second at most): it gives back the buffers of those
-// gone idle and ends the drains. At 19,000 connections of which a few
-// hundred read in a quarter of a second (950 rooms of turn-taking), the
-// scans walked all of them four times a second (2% of the server's
-// samples).
+// that drain after a refusal (a second at most), to end the drains.
 // A connection paced by --request-rate is paused (no EPOLLIN) until its
 // wait is over, rather than sleeping on the loop.
 
@@ -234,7 +234,7 @@ type evLoop struct {
 	paused   []*conn
 	nextScan time.Time
 	ticks    int     // ticks since the last full scan
-	active   []*conn // connections holding a reader, or draining (evSock.active)
+	active   []*conn // connections draining (evSock.active)
 	events   []unix.EpollEvent
 	discard  [512]byte
 	pool     bufPool
@@ -573,8 +573,8 @@ func (l *evLoop) register(c *conn) {
 	}
 	l.slots[k.slot] = c
 	l.open++
-	if c.reader != nil {
-		l.activate(c)
+	if c.reader != nil && c.reader.Buffered() == 0 {
+		l.pool.giveBack(c) // readIn takes one when the socket has input
 	}
 	if l.open == 1 {
 		l.nextScan = time.Now().Add(l.tick)
@@ -651,7 +651,6 @@ func (l *evLoop) readIn(c *conn) {
 		if c.scratch == nil {
 			c.scratch = l.pool.scratch()
 		}
-		l.activate(c)
 	}
 	for {
 		c.mu.Lock()
@@ -663,6 +662,13 @@ func (l *evLoop) readIn(c *conn) {
 		f, err := c.reader.Next()
 		if err != nil {
 			if err == errWouldBlock || errors.Is(err, errWouldBlock) {
+				if c.reader.Buffered() == 0 {
+					// Nothing of a next packet yet: the reader and
+					// the scratch buffer go back to the loop's pool
+					// now, for the next socket that reads (they
+					// are still in the cache then).
+					l.pool.giveBack(c)
+				}
 				return
 			}
 			if err == io.EOF {
@@ -781,8 +787,8 @@ func (l *evLoop) scan(now int64) {
 	l.pruneActive()
 }
 
-// scanActive checks the connections that hold a reader or drain (a tick
-// between two full ones).
+// scanActive checks the connections that drain (a tick between two full
+// ones).
 func (l *evLoop) scanActive(now int64) {
 	for _, c := range l.active {
 		if c.ev.slot >= 0 {
@@ -792,12 +798,11 @@ func (l *evLoop) scanActive(now int64) {
 	l.pruneActive()
 }
 
-// pruneActive keeps in the list the connections that still hold a reader
-// or drain.
+// pruneActive keeps in the list the connections that still drain.
 func (l *evLoop) pruneActive() {
 	kept := l.active[:0]
 	for _, c := range l.active {
-		if k := c.ev; k.slot >= 0 && (c.reader != nil || k.lingerBy != 0) {
+		if k := c.ev; k.slot >= 0 && k.lingerBy != 0 {
 			kept = append(kept, c)
 		} else {
 			k.active = false
