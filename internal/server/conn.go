@@ -25,39 +25,49 @@ const writeStall = 30 * time.Second
 //
 // The fields that relaying a chat to this connection touches come first,
 // so that they share one cache line: at 19,000 connections the relay's
-// user-space time is mostly cache misses on the receivers' state.
+// user-space time is mostly cache misses on the receivers' state. The
+// second line has what a chat from this connection touches on an event
+// loop (its reader, its room, its scratch buffer, its packet count): a
+// paced run's chat finds all of them out of the cache. The epoll
+// engine's loop finds the connection from its socket (evSock), not the
+// other way round. (conn's size class, 448 bytes, is whole cache lines,
+// so these are lines of their own: TestConnLayout.)
 type conn struct {
-	mu        sync.Mutex // guards the fields down to wake
+	mu        sync.Mutex // guards the fields marked c.mu, closed, flushing, lingering, taken, and those from inflight down to wake
 	fd        int        // TCP on unix: the socket, for non-blocking writes; -1 otherwise
 	ws        *websocket.Conn
 	closed    bool
 	flushing  bool    // TCP: a writer goroutine owns out
+	accessed  bool    // owned by the reading goroutine
 	lingering string  // close with this reason once the queue is written
-	out       []byte  // TCP: bytes the socket has not taken yet
-	inflight  int     // TCP: bytes handed to the writer's blocking write, not yet all taken
 	taken     int64   // TCP: bytes the kernel has taken (for the slow-consumer log line)
 	ur        *urSock // TCP on the io_uring engine: the socket and its loop state; nil otherwise
-	s         *Server
-	spare     []byte
-	wsq       [][]byte // WebSocket: packets waiting for the writer
-	queued    int      // WebSocket: bytes waiting, including the message being written
-	reason    string
-	detail    string        // what was wrong, for the log
-	wake      chan struct{} // WebSocket writer
-	ev        *evSock       // TCP on the epoll engine: the socket and its loop state; nil otherwise
+
+	// Second line: owned by the reading goroutine, but s.
+	s       *Server
+	reader  *protocol.Reader
+	first   *member            // members[0], or nil
+	byRoom  map[string]*member // members by room (modified UTF-8 name), once it entered two; else nil
+	scratch []byte
+	packets uint64 // packets read (TCP; for the idle timeout)
+
+	ev       *evSock   // TCP on the epoll engine: the socket and its loop state; nil otherwise
+	members  []*member // rooms entered, in order (owned by the reading goroutine)
+	out      []byte    // TCP: bytes the socket has not taken yet (c.mu)
+	inflight int       // TCP: bytes handed to the writer's blocking write, not yet all taken (c.mu)
+	spare    []byte
+	wsq      [][]byte // WebSocket: packets waiting for the writer
+	queued   int      // WebSocket: bytes waiting, including the message being written
+	reason   string
+	detail   string        // what was wrong, for the log
+	wake     chan struct{} // WebSocket writer
 
 	nc     net.Conn
 	remote string
 
 	// Owned by the reading goroutine.
-	accessed   bool
 	guestOf    *room
-	members    []*member          // rooms entered, in order
-	byRoom     map[string]*member // the same by room (modified UTF-8 name); nil until needed
-	scratch    []byte
-	reader     *protocol.Reader
 	strikes    int
-	packets    uint64    // packets read (TCP; for the idle timeout)
 	sinceYield int       // packets handled since the goroutine last yielded
 	tokens     float64   // requests (other than chats) it may make now
 	lastReq    time.Time // when tokens was last topped up

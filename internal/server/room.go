@@ -10,22 +10,29 @@ import (
 )
 
 // room is a public chat room.
+//
+// What a chat touches comes first: the lock, the receivers and the name
+// on the first line, the name's bytes (when short) on the second. The
+// room is 192 bytes (a size class of whole cache lines), so that these
+// do not straddle two lines: in a paced run each chat finds its room out
+// of the cache.
 type room struct {
-	name         string
-	nameRaw      []byte // name in modified UTF-8, as it travels
-	lower        string // name lower-cased, for RoomList filters
-	permanent    bool
-	documentBase string // the page whose Access created a dynamic room
-
-	mu      sync.Mutex // guards the fields below; taken after Server.mu, before conn.mu
-	members []*member  // in the order they entered
-	// conns are the members' connections, in the same order: the relay
-	// reads these, one cache miss fewer per receiver than through
-	// members (at 15 rooms, the load of member.c was more than half of
-	// handleChat's own time in a perf profile)
+	mu sync.Mutex // guards the fields below it; taken after Server.mu, before conn.mu
+	// conns are the members' connections, in the order they entered:
+	// the relay reads these, one cache miss fewer per receiver than
+	// through members (at 15 rooms, the load of member.c was more than
+	// half of handleChat's own time in a perf profile)
 	conns   []*conn
-	guests  int // connections whose Access named this room
+	nameRaw []byte // name in modified UTF-8, as it travels (in raw when it fits)
+	guests  int    // connections whose Access named this room
+	raw     [40]byte
+	members []*member // in the order they entered
 	removed bool
+
+	name         string
+	lower        string // name lower-cased, for RoomList filters
+	documentBase string // the page whose Access created a dynamic room
+	permanent    bool
 }
 
 // member is one user in one room.
@@ -61,7 +68,12 @@ func jlen(s string) int {
 }
 
 func (s *Server) addRoomLocked(name string, permanent bool, documentBase string) *room {
-	r := &room{name: name, nameRaw: mustEncode(name), lower: strings.ToLower(name), permanent: permanent, documentBase: documentBase}
+	r := &room{name: name, lower: strings.ToLower(name), permanent: permanent, documentBase: documentBase}
+	r.nameRaw = mustEncode(name)
+	if n := len(r.nameRaw); n <= len(r.raw) {
+		copy(r.raw[:], r.nameRaw)
+		r.nameRaw = r.raw[:n:n]
+	}
 	s.rooms[name] = r
 	s.roomOrder = append(s.roomOrder, r)
 	if !permanent {
@@ -226,16 +238,14 @@ func (s *Server) roomNames(filter string) []string {
 // memberOf finds the connection's membership of the room whose name is
 // raw (modified UTF-8), without allocating.
 func (c *conn) memberOf(raw []byte) *member {
-	switch len(c.members) {
-	case 0:
-		return nil
-	case 1: // the usual case: no map
-		if m := c.members[0]; bytes.Equal(m.r.nameRaw, raw) {
-			return m
-		}
-		return nil
+	if c.byRoom != nil {
+		return c.byRoom[string(raw)]
 	}
-	return c.byRoom[string(raw)]
+	// the usual case, one room: no map, nor the slice's array
+	if m := c.first; m != nil && bytes.Equal(m.r.nameRaw, raw) {
+		return m
+	}
+	return nil
 }
 
 func (c *conn) memberOfName(name string) *member {
@@ -245,11 +255,13 @@ func (c *conn) memberOfName(name string) *member {
 	return c.memberOf(mustEncode(name))
 }
 
-// addMember and removeMember keep c.members (in the order entered) and,
-// once a connection is in more than one room, c.byRoom (by room, so that a
-// lookup does not grow with the rooms one client has entered).
+// addMember and removeMember keep c.members (in the order entered),
+// c.first and, once a connection has been in more than one room,
+// c.byRoom (by room, so that a lookup does not grow with the rooms one
+// client has entered).
 func (c *conn) addMember(m *member) {
 	c.members = append(c.members, m)
+	c.first = c.members[0]
 	if len(c.members) < 2 {
 		return
 	}
@@ -268,6 +280,10 @@ func (c *conn) removeMember(m *member) {
 			c.members = append(c.members[:i], c.members[i+1:]...)
 			break
 		}
+	}
+	c.first = nil
+	if len(c.members) > 0 {
+		c.first = c.members[0]
 	}
 	delete(c.byRoom, string(m.r.nameRaw))
 }
