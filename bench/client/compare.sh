@@ -1,0 +1,73 @@
+#!/bin/sh
+# compare.sh: two builds' clients (volanogo load) against the kernel floor,
+# in one sitting, with one server: each round measures `volanogo floor`,
+# then runs the loopback test with each build's `load` (alternating which
+# goes first) against a fresh `serve` of the first build. Prints each
+# run's client CPU per message and its ratio to the round's floor client,
+# then the medians. Before/after figures of a client change come from
+# here: the server is the same binary on both sides (a faster server lets
+# a client read more per wake-up, so a server change would count as the
+# client's). It mirrors bench/server/compare.sh.
+#
+#   bench/client/compare.sh NEW OLD                  # 15 rooms x 200, epoll client and server, 3 rounds
+#   ROOMS=475 COUNT=10 ROUNDS=5 bench/client/compare.sh NEW OLD
+#   LOAD_ARGS="--loops 2" bench/client/compare.sh NEW NEW   # a flag against the default
+#
+# NEW and OLD are volanogo binaries (go build -o ... ./cmd/volanogo at each
+# commit). LOAD_ARGS goes to the first build's load only; CLIENT_ENGINE is
+# both loads' --engine (epoll), ENGINE the server's (epoll).
+set -eu
+if [ $# -ne 2 ]; then
+	echo "usage: compare.sh NEW OLD (volanogo binaries)" >&2
+	exit 2
+fi
+new=$1
+old=$2
+rooms=${ROOMS:-15}
+count=${COUNT:-200}
+rounds=${ROUNDS:-3}
+ce=${CLIENT_ENGINE:-epoll}
+engine=${ENGINE:-epoll}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ccompare.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# field NAME: the number after "NAME": in the JSON on standard input.
+field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
+
+# run BIN ARGS: one run of BIN's load; prints its client µs per message
+# and msg/s.
+run() {
+	bin=$1
+	shift
+	# shellcheck disable=SC2068 # ARGS are words
+	"$bin" load --server-cmd "$new serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $engine" \
+		-rooms "$rooms" -count "$count" -runs 1 --engine "$ce" --json --quiet -file "" $@ 2>/dev/null >"$tmp/run.json" || true
+	echo "$(field client_cpu_per_msg_us <"$tmp/run.json") $(field msgs_per_sec <"$tmp/run.json")"
+}
+
+echo "$rooms rooms x $count, server $new --engine $engine, clients --engine $ce; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+: >"$tmp/rows"
+for r in $(seq "$rounds"); do
+	f=$("$new" floor --rooms "$rooms" --count "$count" --json | field client_cpu_per_message_us)
+	if [ $((r % 2)) = 1 ]; then
+		a=$(run "$new" "${LOAD_ARGS:-}")
+		b=$(run "$old")
+	else
+		b=$(run "$old")
+		a=$(run "$new" "${LOAD_ARGS:-}")
+	fi
+	# shellcheck disable=SC2086 # a and b are two numbers each
+	set -- $a $b
+	if [ -z "${1:-}" ] || [ -z "${3:-}" ]; then
+		echo "round $r: a run failed (new: '$a', old: '$b')" >&2
+		continue
+	fi
+	echo "$f $1 $3" | awk '{ print $2 / $1, $3 / $1 }' >>"$tmp/rows"
+	echo "$f $1 $2 $3 $4" | awk -v r="$r" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+		'{ printf "round %s: floor client %.2f us; new %.2f us, %.3f (%.0f msg/s); old %.2f us, %.3f (%.0f msg/s) (load %s)\n", r, $1, $2, $2 / $1, $3, $4, $4 / $1, $5, l }'
+done
+[ -s "$tmp/rows" ] || exit 1
+for col in 1 2; do
+	sort -g -k"$col" "$tmp/rows" | awk -v c="$col" '{ v[NR] = $c } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+done | paste -sd' ' | awk -v l="$(cut -d' ' -f1-3 /proc/loadavg)" \
+	'{ printf "median client CPU per message / the floor client: new %.3f, old %.3f (load average %s)\n", $1, $2, l }'
