@@ -33,6 +33,10 @@ type link struct {
 	// onLoop is set while an event loop's thread runs the user (writes
 	// then wait with poll(2), up to writeTimeout).
 	onLoop bool
+	// ended is set by an event loop once the socket has reported an end
+	// of stream or an error (EPOLLRDHUP, EPOLLHUP, EPOLLERR): reads go on
+	// to the end then, as no later edge would announce it (see sysRead).
+	ended bool
 	// rbuf, when set (batched reads), holds what one read(2) returned.
 	rbuf         []byte
 	rpos, rend   int

@@ -67,8 +67,10 @@ func (l *link) sysRead(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		// A read that filled p may have left bytes behind, which no new
-		// readiness event would announce.
-		l.mayRead = n == len(p)
+		// readiness event would announce; nor would one announce an end
+		// of stream already reported (the event loop's edge-triggered
+		// readiness), so then reads go on until it comes.
+		l.mayRead = n == len(p) || l.ended
 		return n, nil
 	}
 }
