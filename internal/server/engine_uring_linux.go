@@ -56,9 +56,10 @@ import (
 //     slow-consumer rules; what came meanwhile goes in the next round's
 //     batch. Batch buffers come from, and go back to, the loop's pool.
 //
-// Everything else (other replies, broadcasts of entries and exits) goes
-// through conn.send as on the other engines: a non-blocking send, and the
-// rest to out.
+// A handler's replies and its room's entry and exit indications join the
+// round's batch the same way (conn.deliver). What else is sent (private
+// sessions' packets, whispers, beeps) goes through conn.send as on the
+// other engines: a non-blocking send, and the rest to out.
 //
 // A connection's descriptor is closed by its loop only, once no request
 // of any ring uses it: a close from elsewhere shuts the socket down, which

@@ -49,3 +49,5 @@ func (s *Server) resolveEngine() error {
 	}
 	return nil
 }
+
+func (l *urLoop) queueSend(o *conn, p []byte) { o.send(p) }
