@@ -54,6 +54,7 @@ func TestRoomLayout(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Offsetof(r.nameRaw)+unsafe.Sizeof(r.nameRaw), uintptr(64))
 	assert.LessOrEqual(t, unsafe.Offsetof(r.conns)+unsafe.Sizeof(r.conns), uintptr(64))
 	assert.LessOrEqual(t, unsafe.Offsetof(r.raw)+unsafe.Sizeof(r.raw), uintptr(128))
+	assert.LessOrEqual(t, unsafe.Offsetof(r.touched)+8, uintptr(128))
 	assert.Equal(t, uintptr(192), unsafe.Sizeof(r))
 }
 
@@ -67,8 +68,22 @@ func TestRoomNameInline(t *testing.T) {
 	short := s.addRoomLocked("Room9500", false, "")
 	assert.Equal(t, []byte("Room9500"), short.nameRaw)
 	assert.Equal(t, unsafe.Pointer(&short.raw[0]), unsafe.Pointer(unsafe.SliceData(short.nameRaw)))
-	long := s.addRoomLocked("A room whose name is longer than forty bytes", false, "")
-	assert.Equal(t, []byte("A room whose name is longer than forty bytes"), long.nameRaw)
+	long := s.addRoomLocked("A room whose name is longer than thirty-two bytes", false, "")
+	assert.Equal(t, []byte("A room whose name is longer than thirty-two bytes"), long.nameRaw)
 	assert.Zero(t, short.raw[len(short.nameRaw)], "the inline name is not grown into")
 	assert.Equal(t, len(short.nameRaw), cap(short.nameRaw))
+}
+
+// TestMemberNameInline: a short user name travels from the member's own
+// bytes, a long one from its own allocation.
+func TestMemberNameInline(t *testing.T) {
+	m := newMember(nil, nil, "Mark1", "")
+	assert.Equal(t, []byte("Mark1"), m.nameRaw)
+	assert.Equal(t, unsafe.Pointer(&m.raw[0]), unsafe.Pointer(unsafe.SliceData(m.nameRaw)))
+	assert.Equal(t, len(m.nameRaw), cap(m.nameRaw))
+	long := newMember(nil, nil, "a name of more than 24 bytes", "")
+	assert.Equal(t, []byte("a name of more than 24 bytes"), long.nameRaw)
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		assert.Equal(t, uintptr(96), unsafe.Sizeof(*m))
+	}
 }

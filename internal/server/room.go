@@ -25,7 +25,8 @@ type room struct {
 	conns   []*conn
 	nameRaw []byte // name in modified UTF-8, as it travels (in raw when it fits)
 	guests  int    // connections whose Access named this room
-	raw     [40]byte
+	raw     [32]byte
+	touched uintptr   // handleChat's fetch of the receivers' lines (unused)
 	members []*member // in the order they entered
 	removed bool
 
@@ -35,13 +36,27 @@ type room struct {
 	permanent    bool
 }
 
-// member is one user in one room.
+// member is one user in one room. What a chat from it touches (its room
+// and its name as it travels) comes first, the name's bytes with them
+// when the name is short: one allocation (96 bytes, what a member and
+// its encoded name took apart) and one cache miss fewer per chat.
 type member struct {
-	c       *conn
 	r       *room
+	nameRaw []byte // name in modified UTF-8 (in raw when it fits)
+	raw     [24]byte
+	c       *conn
 	name    string
-	nameRaw []byte
 	profile string
+}
+
+func newMember(c *conn, r *room, name, profile string) *member {
+	m := &member{c: c, r: r, name: name, profile: profile}
+	m.nameRaw = mustEncode(name)
+	if n := len(m.nameRaw); n <= len(m.raw) {
+		copy(m.raw[:], m.nameRaw)
+		m.nameRaw = m.raw[:n:n]
+	}
+	return m
 }
 
 func mustEncode(s string) []byte {
