@@ -680,7 +680,10 @@ func (l *urLoop) reap() {
 	for h := head; h != tail; h++ {
 		if e := r.Entry(h); e.UserData&urTagMask == urSend {
 			o := l.sends[int(e.UserData&^urTagMask)].c
-			t += uintptr(o.fd) + uintptr(o.taken) // its lock's line and the next
+			// its lock's line, by a field nobody writes (o.fd and
+			// o.taken, there too, would be racy reads: other loops
+			// write them)
+			t += uintptr(unsafe.Pointer(o.ws))
 		}
 	}
 	l.touched = t
@@ -1150,7 +1153,7 @@ func (l *urLoop) relay(c *conn, conns []*conn, ind, conf []byte) int {
 	// than one miss after another under each lock.
 	t := uintptr(0)
 	for _, o := range conns {
-		t += uintptr(o.fd) + uintptr(unsafe.Pointer(o.ur))
+		t += uintptr(unsafe.Pointer(o.ur)) // not o.fd: release writes it
 	}
 	for _, o := range conns {
 		if k := o.ur; k != nil {
