@@ -27,6 +27,14 @@
 #   CLIENT_ENGINES=epoll SERVER_ENGINES="goroutine epoll" bench/engines.sh
 #   OUT=results/engines bench/engines.sh              # where the documents go (default: a new /tmp directory)
 #   FLOOR_ARGS=--chat-only bench/engines.sh           # the floor without the exits, as floor.c
+#   FLOOR_AFTER=0 bench/engines.sh                    # the floor before the runs only
+#
+# Each round measures the floor before its runs and again after them
+# (FLOOR_AFTER=1, the default), divides each run by the mean of the two
+# and prints the drift (after/before): in one quiet sitting the floor at
+# 475 rooms moved from 13.8 to 6.9 us a message between rounds, so a
+# round whose drift is far from 1.00 says little, and a goal a few percent
+# wide needs many rounds.
 #
 # The server engines default to those `volanogo serve --help` lists
 # (goroutine, epoll, and uring when this build has it). 950 rooms are 19,000
@@ -40,6 +48,7 @@ cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
 sizes=${SIZES:-"15:100 475:10 950:5"}
 clients=${CLIENT_ENGINES:-"goroutine epoll"}
+floor_after=${FLOOR_AFTER:-1}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/engines.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/engines-results.XXXXXX")}
@@ -85,12 +94,11 @@ while [ "$r" -le "$rounds" ]; do
 		ft=$(field throughput <"$ff")
 		fs=$(field server_cpu_per_message_us <"$ff")
 		fc=$(field client_cpu_per_message_us <"$ff")
-		echo "$rooms $r $ft $fs $fc" >>"$tmp/floors"
 		fx="chats only"
 		grep -q '"exits": *true' "$ff" && fx="with exits"
-		printf '\nround %s, %s rooms x %s: floor (%s) %.0f msg/s, server %.2f us, client %.2f us per message (load average %s)\n' \
-			"$r" "$rooms" "$count" "$fx" "$ft" "$fs" "$fc" "$(cut -d' ' -f1 /proc/loadavg)"
-		printf '%-22s %9s %6s %10s %7s %10s %7s\n' "server/client" "msg/s" "/floor" "server us" "/floor" "client us" "/floor"
+		la=$(cut -d' ' -f1 /proc/loadavg)
+		# raw: pair msg/s server-us client-us score of this round's runs
+		: >"$tmp/raw"
 		for se in $SERVER_ENGINES; do
 			for ce in $clients; do
 				doc=$out/r$r-$rooms-$se-$ce.json
@@ -105,16 +113,34 @@ while [ "$r" -le "$rounds" ]; do
 				if $havejq && [ -s "$doc" ]; then
 					jq --slurpfile f "$ff" '.environment.floor = $f' "$doc" >"$tmp/doc.json" && mv "$tmp/doc.json" "$doc"
 				fi
-				ms=$(field msgs_per_sec <"$tmp/run.json")
-				sc=$(field score <"$tmp/run.json")
-				ss=$(field server_cpu_per_msg_us <"$tmp/run.json")
-				cs=$(field client_cpu_per_msg_us <"$tmp/run.json")
-				line=$(awk -v p="$se/$ce" -v ms="${ms:-0}" -v ss="${ss:-0}" -v cs="${cs:-0}" -v ft="$ft" -v fs="$fs" -v fc="$fc" \
-					'BEGIN { printf "%-22s %9.0f %6.2f %10.2f %7.2f %10.2f %7.2f", p, ms, ms / ft, ss, ss / fs, cs, cs / fc }')
-				echo "$line"
-				echo "$rooms $r $line ${sc:-0}" >>"$tmp/rows"
+				echo "$se/$ce $(field msgs_per_sec <"$tmp/run.json") $(field server_cpu_per_msg_us <"$tmp/run.json") $(field client_cpu_per_msg_us <"$tmp/run.json") $(field score <"$tmp/run.json")" >>"$tmp/raw"
 			done
 		done
+		# The floor again after the runs: a shared machine's floor moves
+		# between two minutes (by 2x in one quiet sitting), so each run
+		# is divided by the mean of the floors around it, and the drift
+		# (after/before) says how far to trust the round.
+		fafter=""
+		# shellcheck disable=SC2086 # FLOOR_ARGS are words
+		if [ "$floor_after" = 1 ] && "$vg" floor --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$tmp/floor-after.json" 2>"$tmp/floor.err"; then
+			ft2=$(field throughput <"$tmp/floor-after.json")
+			fs2=$(field server_cpu_per_message_us <"$tmp/floor-after.json")
+			fc2=$(field client_cpu_per_message_us <"$tmp/floor-after.json")
+			fafter=$(awk -v a="$fs" -v b="$fs2" -v c="$fc" -v d="$fc2" 'BEGIN { printf "; after the runs server %.2f us, client %.2f us (drift %.2f / %.2f); ratios to the means", b, d, b / a, d / c }')
+			ft=$(awk -v a="$ft" -v b="$ft2" 'BEGIN { print (a + b) / 2 }')
+			fs=$(awk -v a="$fs" -v b="$fs2" 'BEGIN { print (a + b) / 2 }')
+			fc=$(awk -v a="$fc" -v b="$fc2" 'BEGIN { print (a + b) / 2 }')
+		fi
+		echo "$rooms $r $ft $fs $fc" >>"$tmp/floors"
+		printf '\nround %s, %s rooms x %s: floor (%s) %.0f msg/s, server %.2f us, client %.2f us per message (load average %s)%s\n' \
+			"$r" "$rooms" "$count" "$fx" "$(field throughput <"$ff")" "$(field server_cpu_per_message_us <"$ff")" "$(field client_cpu_per_message_us <"$ff")" "$la" "$fafter"
+		printf '%-22s %9s %6s %10s %7s %10s %7s\n' "server/client" "msg/s" "/floor" "server us" "/floor" "client us" "/floor"
+		while read -r p ms ss cs sc; do
+			line=$(awk -v p="$p" -v ms="${ms:-0}" -v ss="${ss:-0}" -v cs="${cs:-0}" -v ft="$ft" -v fs="$fs" -v fc="$fc" \
+				'BEGIN { printf "%-22s %9.0f %6.2f %10.2f %7.2f %10.2f %7.2f", p, ms, ms / ft, ss, ss / fs, cs, cs / fc }')
+			echo "$line"
+			echo "$rooms $r $line ${sc:-0}" >>"$tmp/rows"
+		done <"$tmp/raw"
 	done
 	r=$((r + 1))
 done
