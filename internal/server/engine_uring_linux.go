@@ -897,7 +897,7 @@ func (l *urLoop) readIn(c *conn) {
 			return
 		}
 		if backlog {
-			l.holdBack(c)
+			l.pause(c, nil, backlogPause) // held back
 			return
 		}
 		f, err := c.reader.Next()
@@ -911,7 +911,7 @@ func (l *urLoop) readIn(c *conn) {
 		c.received(f)
 		if f.ID != protocol.IDChat {
 			if d := c.throttleDelay(); d > 0 {
-				l.pause(c, f, d)
+				l.pause(c, &f, d)
 				return
 			}
 			c.takeToken()
@@ -920,34 +920,28 @@ func (l *urLoop) readIn(c *conn) {
 	}
 }
 
-// pause holds the packet f of a connection paced by the request rate
-// and receives nothing more for it for d.
-func (l *urLoop) pause(c *conn, f protocol.Frame, d time.Duration) {
+// pause receives nothing more for a connection for d: one paced by the
+// request rate, which handles its packet held on resuming, or one held
+// back by its own replies (held nil, backlogPause).
+func (l *urLoop) pause(c *conn, held *protocol.Frame, d time.Duration) {
 	k := c.ur
-	k.held = &f // valid: the reader is not called until resume
+	k.held = held // valid: the reader is not called until resume
 	k.pauseBy = time.Now().Add(d).UnixNano()
 	k.paused = true
 	l.paused = append(l.paused, c)
 }
 
-// backlogPause is how long a connection whose own replies back up waits
-// before its loop reads on (holdBack).
-const backlogPause = time.Millisecond
-
-// holdBack stops reading a connection that has half its send buffer
-// waiting to be written, until its loop comes back to it (backlogPause):
-// backpressure, as a blocking writer would give. Without it, one round
-// can handle a pipelining client's every request that a multishot recv
-// brought, megabytes of them, before the ring sees what the socket took,
-// and a client that reads as fast as it can is closed as a slow
+// backlogPause is how long a connection held back waits before its loop
+// reads on.
+//
+// A connection with half its send buffer waiting to be written is held
+// back: backpressure, as a blocking writer would give. Without it, one
+// round can handle a pipelining client's every request that a multishot
+// recv brought, megabytes of them, before the ring sees what the socket
+// took, and a client that reads as fast as it can is closed as a slow
 // consumer. A client that does not read at all is still closed, by the
 // write-stall rule.
-func (l *urLoop) holdBack(c *conn) {
-	k := c.ur
-	k.pauseBy = time.Now().Add(backlogPause).UnixNano()
-	k.paused = true
-	l.paused = append(l.paused, c)
-}
+const backlogPause = time.Millisecond
 
 func (l *urLoop) resumePaused(now int64) {
 	kept := l.paused[:0]
