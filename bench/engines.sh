@@ -71,6 +71,8 @@ fi
 
 # field NAME: the first number after "NAME": in the JSON on standard input.
 field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
+# mean A B: the mean of two numbers.
+mean() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + b) / 2 }'; }
 
 echo "machine: $(nproc) processors, $(uname -sr), $(go env GOVERSION), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "server engines: $SERVER_ENGINES; client engines: $clients; sizes (rooms:count): $sizes; $rounds rounds"
@@ -91,9 +93,11 @@ while [ "$r" -le "$rounds" ]; do
 			tail -n 5 "$tmp/floor.err" >&2
 			continue
 		fi
-		ft=$(field throughput <"$ff")
-		fs=$(field server_cpu_per_message_us <"$ff")
-		fc=$(field client_cpu_per_message_us <"$ff")
+		# the floor before the runs; ft fs fc: the floor the runs are divided by
+		ft0=$(field throughput <"$ff")
+		fs0=$(field server_cpu_per_message_us <"$ff")
+		fc0=$(field client_cpu_per_message_us <"$ff")
+		ft=$ft0 fs=$fs0 fc=$fc0
 		fx="chats only"
 		grep -q '"exits": *true' "$ff" && fx="with exits"
 		la=$(cut -d' ' -f1 /proc/loadavg)
@@ -126,14 +130,12 @@ while [ "$r" -le "$rounds" ]; do
 			ft2=$(field throughput <"$tmp/floor-after.json")
 			fs2=$(field server_cpu_per_message_us <"$tmp/floor-after.json")
 			fc2=$(field client_cpu_per_message_us <"$tmp/floor-after.json")
-			fafter=$(awk -v a="$fs" -v b="$fs2" -v c="$fc" -v d="$fc2" 'BEGIN { printf "; after the runs server %.2f us, client %.2f us (drift %.2f / %.2f); ratios to the means", b, d, b / a, d / c }')
-			ft=$(awk -v a="$ft" -v b="$ft2" 'BEGIN { print (a + b) / 2 }')
-			fs=$(awk -v a="$fs" -v b="$fs2" 'BEGIN { print (a + b) / 2 }')
-			fc=$(awk -v a="$fc" -v b="$fc2" 'BEGIN { print (a + b) / 2 }')
+			fafter=$(awk -v a="$fs0" -v b="$fs2" -v c="$fc0" -v d="$fc2" 'BEGIN { printf "; after the runs server %.2f us, client %.2f us (drift %.2f / %.2f); ratios to the means", b, d, b / a, d / c }')
+			ft=$(mean "$ft0" "$ft2") fs=$(mean "$fs0" "$fs2") fc=$(mean "$fc0" "$fc2")
 		fi
 		echo "$rooms $r $ft $fs $fc" >>"$tmp/floors"
 		printf '\nround %s, %s rooms x %s: floor (%s) %.0f msg/s, server %.2f us, client %.2f us per message (load average %s)%s\n' \
-			"$r" "$rooms" "$count" "$fx" "$(field throughput <"$ff")" "$(field server_cpu_per_message_us <"$ff")" "$(field client_cpu_per_message_us <"$ff")" "$la" "$fafter"
+			"$r" "$rooms" "$count" "$fx" "$ft0" "$fs0" "$fc0" "$la" "$fafter"
 		printf '%-22s %9s %6s %10s %7s %10s %7s\n' "server/client" "msg/s" "/floor" "server us" "/floor" "client us" "/floor"
 		while read -r p ms ss cs sc; do
 			line=$(awk -v p="$p" -v ms="${ms:-0}" -v ss="${ss:-0}" -v cs="${cs:-0}" -v ft="$ft" -v fs="$fs" -v fc="$fc" \
