@@ -11,7 +11,9 @@
 # server engine and client engine, and prints per run: msg/s, server and client CPU per message, and their
 # ratios to that round's floor (msg/s: the floor's share reached, higher is
 # better; CPU: 1.00 costs what the floor costs, lower is better). Then:
-#   - the medians of those ratios per size and pair;
+#   - the medians of those ratios per size and pair, with their range
+#     over the rounds (a goal a few percent wide is decided only when the
+#     whole range is on one side of it), and the floor's drift;
 #   - per pair, the score ratio largest/smallest size (950/15 by default)
 #     next to the floor's own throughput ratio (acceptance: at least the
 #     floor's: the engine loses no more than the kernel does as the rooms
@@ -34,7 +36,9 @@
 # and prints the drift (after/before): in one quiet sitting the floor at
 # 475 rooms moved from 13.8 to 6.9 us a message between rounds, so a
 # round whose drift is far from 1.00 says little, and a goal a few percent
-# wide needs many rounds.
+# wide needs many rounds (ROUNDS=5 or more). Both readings go into the
+# round's documents, and `volanogo report` divides by their mean too.
+# Even rounds run the server engines in the reverse order.
 #
 # The server engines default to those `volanogo serve --help` lists
 # (goroutine, epoll, and uring when this build has it). 950 rooms are 19,000
@@ -103,7 +107,13 @@ while [ "$r" -le "$rounds" ]; do
 		la=$(cut -d' ' -f1 /proc/loadavg)
 		# raw: pair msg/s server-us client-us score of this round's runs
 		: >"$tmp/raw"
-		for se in $SERVER_ENGINES; do
+		# Even rounds run the server engines in the reverse order, so
+		# that none is always the first after the floor.
+		order=$SERVER_ENGINES
+		if [ $((r % 2)) = 0 ]; then
+			order=$(for se in $SERVER_ENGINES; do echo "$se"; done | awk '{ l[NR] = $0 } END { for (i = NR; i > 0; i--) printf "%s ", l[i] }')
+		fi
+		for se in $order; do
 			for ce in $clients; do
 				doc=$out/r$r-$rooms-$se-$ce.json
 				serve="$vg serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $se"
@@ -124,7 +134,7 @@ while [ "$r" -le "$rounds" ]; do
 		# between two minutes (by 2x in one quiet sitting), so each run
 		# is divided by the mean of the floors around it, and the drift
 		# (after/before) says how far to trust the round.
-		fafter=""
+		fafter="" sd=1 cd=1
 		# shellcheck disable=SC2086 # FLOOR_ARGS are words
 		if [ "$floor_after" = 1 ] && "$vg" floor --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$tmp/floor-after.json" 2>"$tmp/floor.err"; then
 			ft2=$(field throughput <"$tmp/floor-after.json")
@@ -132,8 +142,17 @@ while [ "$r" -le "$rounds" ]; do
 			fc2=$(field client_cpu_per_message_us <"$tmp/floor-after.json")
 			fafter=$(awk -v a="$fs0" -v b="$fs2" -v c="$fc0" -v d="$fc2" 'BEGIN { printf "; after the runs server %.2f us, client %.2f us (drift %.2f / %.2f); ratios to the means", b, d, b / a, d / c }')
 			ft=$(mean "$ft0" "$ft2") fs=$(mean "$fs0" "$fs2") fc=$(mean "$fc0" "$fc2")
+			sd=$(awk -v a="$fs0" -v b="$fs2" 'BEGIN { print b / a }') cd=$(awk -v a="$fc0" -v b="$fc2" 'BEGIN { print b / a }')
+			# The documents carry both readings: volanogo report's
+			# efficiency divides by their mean, as the lines below do.
+			if $havejq; then
+				for doc in "$out"/r"$r"-"$rooms"-*.json; do
+					[ -s "$doc" ] || continue
+					jq --slurpfile f "$tmp/floor-after.json" '.environment.floor += $f' "$doc" >"$tmp/doc.json" && mv "$tmp/doc.json" "$doc"
+				done
+			fi
 		fi
-		echo "$rooms $r $ft $fs $fc" >>"$tmp/floors"
+		echo "$rooms $r $ft $fs $fc $sd $cd" >>"$tmp/floors"
 		printf '\nround %s, %s rooms x %s: floor (%s) %.0f msg/s, server %.2f us, client %.2f us per message (load average %s)%s\n' \
 			"$r" "$rooms" "$count" "$fx" "$ft0" "$fs0" "$fc0" "$la" "$fafter"
 		printf '%-22s %9s %6s %10s %7s %10s %7s\n' "server/client" "msg/s" "/floor" "server us" "/floor" "client us" "/floor"
@@ -152,16 +171,24 @@ med() {
 	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# span: "min-max" of the numbers on standard input.
+span() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "-"; else printf "%.2f-%.2f", lo, hi }'; }
+
 echo
-echo "medians of the rounds' ratios to their floor (msg/s: higher is better; CPU: lower is better):"
-printf '%-6s %-22s %9s %6s %7s %7s\n' "rooms" "server/client" "msg/s" "/floor" "server" "client"
+echo "medians of the rounds' ratios to their floor, with the range over the rounds (msg/s: higher is better; CPU: lower is better):"
+printf '%-6s %-22s %9s %6s %7s %-11s %7s %-11s\n' "rooms" "server/client" "msg/s" "/floor" "server" "(range)" "client" "(range)"
 for size in $sizes; do
 	rooms=${size%:*}
 	# shellcheck disable=SC2013 # pairs are words
 	for p in $(awk -v r="$rooms" '$1 == r { print $3 }' "$tmp/rows" | sort -u); do
-		sel() { awk -v r="$rooms" -v p="$p" -v c="$1" '$1 == r && $3 == p { print $c }' "$tmp/rows" | med; }
-		printf '%-6s %-22s %9.0f %6.2f %7.2f %7.2f\n' "$rooms" "$p" "$(sel 4)" "$(sel 5)" "$(sel 7)" "$(sel 9)"
+		col() { awk -v r="$rooms" -v p="$p" -v c="$1" '$1 == r && $3 == p { print $c }' "$tmp/rows"; }
+		printf '%-6s %-22s %9.0f %6.2f %7.2f %-11s %7.2f %-11s\n' "$rooms" "$p" "$(col 4 | med)" "$(col 5 | med)" \
+			"$(col 7 | med)" "($(col 7 | span))" "$(col 9 | med)" "($(col 9 | span))"
 	done
+	if [ "$floor_after" = 1 ]; then
+		printf '%-6s %-22s server drift %s, client drift %s (after/before the runs, over the rounds)\n' "$rooms" "floor" \
+			"$(awk -v r="$rooms" '$1 == r { print $6 }' "$tmp/floors" | span)" "$(awk -v r="$rooms" '$1 == r { print $7 }' "$tmp/floors" | span)"
+	fi
 done
 
 small=$(for s in $sizes; do echo "${s%:*}"; done | sort -n | head -n 1)

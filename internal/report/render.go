@@ -223,7 +223,7 @@ func costIntroOf(t *CostTable) string {
 }
 
 // efficiencyIntro explains the efficiency column.
-const efficiencyIntro = "Efficiency is the kernel floor of the client's machine (volanogo floor, recorded by load --floor: bare system calls relaying the same traffic) divided by the CPU per message, for each side: 1 would cost no more than the floor, 0.25 four times as much. It compares runs made on different machines."
+const efficiencyIntro = "Efficiency is the kernel floor of the client's machine (volanogo floor, recorded by load --floor: bare system calls relaying the same traffic) divided by the CPU per message, for each side: 1 would cost no more than the floor, 0.25 four times as much; where a document carries several readings of the floor (measured before and after its runs, as bench/engines.sh does), their mean. It compares runs made on different machines."
 
 // costEfficiency is the heading of the efficiency column.
 const costEfficiency = "Efficiency (server/client)"

@@ -96,8 +96,20 @@ type FloorPaced struct {
 // floor; 0.25 four times dearer). A side is 0 when unknown.
 type EfficiencyFigures struct {
 	Server, Client float64
-	// Floor is the floor the figures are relative to.
+	// Floor is the floor the figures are relative to. When the document
+	// carries several readings of it (Readings > 1), its per-message
+	// figures are their mean.
 	Floor Floor
+	// Readings is the number of the document's floors averaged into
+	// Floor: those of the same kind, phase, engine, rooms and users,
+	// such as a floor measured before a run and again after it
+	// (bench/engines.sh records both, because a shared machine's floor
+	// moves between two minutes).
+	Readings int
+	// ServerDrift and ClientDrift are, with several readings, each
+	// side's last reading over its first (by When): how far the floor
+	// moved while the run was measured. 0 with one reading.
+	ServerDrift, ClientDrift float64
 }
 
 // Efficiency is d's efficiency against the floor recorded in its
@@ -114,7 +126,9 @@ func Efficiency(d *Document) (EfficiencyFigures, bool) {
 	if !ok {
 		return EfficiencyFigures{}, false
 	}
-	e := EfficiencyFigures{Floor: f}
+	var e EfficiencyFigures
+	e.Floor, e.Readings, e.ServerDrift, e.ClientDrift = meanReadings(d.Environment.Floor, f)
+	f = e.Floor
 	ratio := func(floor, measured float64) float64 {
 		if floor <= 0 || measured <= 0 || math.IsNaN(measured) || math.IsInf(measured, 0) {
 			return 0
@@ -126,6 +140,66 @@ func Efficiency(d *Document) (EfficiencyFigures, bool) {
 	}
 	e.Client = ratio(f.ClientCPUPerMessageMicros, d.Client.CPUPerMessageMicros)
 	return e, e.Server > 0 || e.Client > 0
+}
+
+// sameFloor reports whether a and b are readings of one floor: the same
+// kind (paced or turn-taking, with the same pause), phase, engine, rooms,
+// users and count.
+func sameFloor(a, b Floor) bool {
+	if (a.Paced != nil) != (b.Paced != nil) || a.Paced != nil && a.Paced.PauseSeconds != b.Paced.PauseSeconds {
+		return false
+	}
+	return a.Exits == b.Exits && a.Engine == b.Engine && a.Rooms == b.Rooms && a.Users == b.Users && a.Count == b.Count
+}
+
+// meanReadings returns f with each side's CPU per message (and the
+// throughput) replaced by the mean of the readings of the same floor
+// among floors that measured it, the number of those readings, and each
+// side's drift (last reading over first, by When; 0 with one reading).
+func meanReadings(floors []Floor, f Floor) (Floor, int, float64, float64) {
+	var readings []Floor
+	for _, g := range floors {
+		if sameFloor(f, g) && (g.ServerCPUPerMessageMicros > 0 || g.ClientCPUPerMessageMicros > 0) {
+			readings = append(readings, g)
+		}
+	}
+	if len(readings) < 2 {
+		return f, 1, 0, 0
+	}
+	first, last := readings[0], readings[0]
+	for _, g := range readings[1:] {
+		if g.When.Before(first.When) {
+			first = g
+		}
+		if !g.When.Before(last.When) {
+			last = g
+		}
+	}
+	mean := func(get func(Floor) float64) float64 {
+		sum, n := 0.0, 0
+		for _, g := range readings {
+			if v := get(g); v > 0 {
+				sum += v
+				n++
+			}
+		}
+		if n == 0 {
+			return 0
+		}
+		return sum / float64(n)
+	}
+	drift := func(get func(Floor) float64) float64 {
+		if a, b := get(first), get(last); a > 0 && b > 0 {
+			return b / a
+		}
+		return 0
+	}
+	server := func(g Floor) float64 { return g.ServerCPUPerMessageMicros }
+	client := func(g Floor) float64 { return g.ClientCPUPerMessageMicros }
+	f.ServerCPUPerMessageMicros = mean(server)
+	f.ClientCPUPerMessageMicros = mean(client)
+	f.Throughput = mean(func(g Floor) float64 { return g.Throughput })
+	return f, len(readings), drift(server), drift(client)
 }
 
 func closestFloor(floors []Floor, rooms int, paced bool) (Floor, bool) {

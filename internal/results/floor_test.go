@@ -134,3 +134,53 @@ func TestEfficiency(t *testing.T) {
 		})
 	}
 }
+
+func TestEfficiencyAveragesReadings(t *testing.T) {
+	at := func(min int) time.Time { return time.Date(2026, 11, 23, 21, min, 0, 0, time.UTC) }
+	reading := func(when time.Time, server, client float64) Floor {
+		return Floor{Engine: "epoll", Rooms: 475, Users: 20, Count: 10, Exits: true, When: when,
+			ServerCPUPerMessageMicros: server, ClientCPUPerMessageMicros: client, Throughput: 1e6 / server}
+	}
+	d := &Document{Config: Config{Rooms: 475}}
+	d.Server = &ServerUsage{CPUPerMessageMicros: 10}
+	d.Client.CPUPerMessageMicros = 8
+
+	// Before and after the run (listed after first): the mean of the two,
+	// and the drift from the earlier to the later.
+	d.Environment.Floor = []Floor{reading(at(5), 6, 6), reading(at(1), 4, 2)}
+	e, ok := Efficiency(d)
+	require.True(t, ok)
+	assert.Equal(t, 2, e.Readings)
+	assert.InDelta(t, 5.0, e.Floor.ServerCPUPerMessageMicros, 1e-12)
+	assert.InDelta(t, 4.0, e.Floor.ClientCPUPerMessageMicros, 1e-12)
+	assert.InDelta(t, 0.5, e.Server, 1e-12)
+	assert.InDelta(t, 0.5, e.Client, 1e-12)
+	assert.InDelta(t, 1.5, e.ServerDrift, 1e-12)
+	assert.InDelta(t, 3.0, e.ClientDrift, 1e-12)
+
+	// Floors of another engine, phase, size or count are not readings of
+	// the chosen one; nor is an empty reading.
+	other := func(f Floor, change func(*Floor)) Floor { change(&f); return f }
+	base := reading(at(1), 5, 4)
+	d.Environment.Floor = []Floor{base,
+		other(base, func(f *Floor) { f.Engine = "uring"; f.ServerCPUPerMessageMicros = 1 }),
+		other(base, func(f *Floor) { f.Exits = false; f.ServerCPUPerMessageMicros = 1 }),
+		other(base, func(f *Floor) { f.Rooms = 950; f.ServerCPUPerMessageMicros = 1 }),
+		other(base, func(f *Floor) { f.Count = 5; f.ServerCPUPerMessageMicros = 1 }),
+		other(base, func(f *Floor) { f.ServerCPUPerMessageMicros, f.ClientCPUPerMessageMicros = 0, 0 }),
+	}
+	e, ok = Efficiency(d)
+	require.True(t, ok)
+	assert.Equal(t, 1, e.Readings)
+	assert.InDelta(t, 0.5, e.Server, 1e-12)
+	assert.Zero(t, e.ServerDrift)
+
+	// A reading with one side unknown counts for the other side only.
+	d.Environment.Floor = []Floor{reading(at(1), 4, 4), reading(at(2), 6, 0)}
+	e, ok = Efficiency(d)
+	require.True(t, ok)
+	assert.Equal(t, 2, e.Readings)
+	assert.InDelta(t, 0.5, e.Server, 1e-12)
+	assert.InDelta(t, 0.5, e.Client, 1e-12)
+	assert.Zero(t, e.ClientDrift)
+}
