@@ -30,6 +30,7 @@
 #   OUT=results/engines bench/engines.sh              # where the documents go (default: a new /tmp directory)
 #   FLOOR_ARGS=--chat-only bench/engines.sh           # the floor without the exits, as floor.c
 #   FLOOR_AFTER=0 bench/engines.sh                    # the floor before the runs only
+#   URING_FLOOR=0 bench/engines.sh                    # no io_uring floor (default: measured when uring is a server engine)
 #
 # Each round measures the floor before its runs and again after them
 # (FLOOR_AFTER=1, the default), divides each run by the mean of the two
@@ -53,6 +54,7 @@ rounds=${ROUNDS:-3}
 sizes=${SIZES:-"15:100 475:10 950:5"}
 clients=${CLIENT_ENGINES:-"goroutine epoll"}
 floor_after=${FLOOR_AFTER:-1}
+uring_floor=${URING_FLOOR:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/engines.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/engines-results.XXXXXX")}
@@ -65,6 +67,10 @@ if [ -z "${SERVER_ENGINES:-}" ]; then
 	for e in epoll uring; do
 		case $help in *"$e"*) SERVER_ENGINES="$SERVER_ENGINES $e" ;; esac
 	done
+fi
+if [ -z "$uring_floor" ]; then
+	uring_floor=0
+	case " $SERVER_ENGINES " in *" uring "*) uring_floor=1 ;; esac
 fi
 havejq=false
 if command -v jq >/dev/null 2>&1; then
@@ -134,6 +140,20 @@ while [ "$r" -le "$rounds" ]; do
 		# between two minutes (by 2x in one quiet sitting), so each run
 		# is divided by the mean of the floors around it, and the drift
 		# (after/before) says how far to trust the round.
+		# The io_uring floor, between the epoll floor's two readings (URING_FLOOR=1,
+		# the default when uring is among the server engines): the ratio of the
+		# uring engine to what io_uring itself costs on this machine.
+		uf=""
+		# shellcheck disable=SC2086 # FLOOR_ARGS are words
+		if [ "$uring_floor" = 1 ] && "$vg" floor --engine uring --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$tmp/floor-uring.json" 2>"$tmp/floor.err"; then
+			uf=$(field server_cpu_per_message_us <"$tmp/floor-uring.json")
+			if $havejq; then
+				for doc in "$out"/r"$r"-"$rooms"-*.json; do
+					[ -s "$doc" ] || continue
+					jq --slurpfile f "$tmp/floor-uring.json" '.environment.floor += $f' "$doc" >"$tmp/doc.json" && mv "$tmp/doc.json" "$doc"
+				done
+			fi
+		fi
 		fafter="" sd=1 cd=1
 		# shellcheck disable=SC2086 # FLOOR_ARGS are words
 		if [ "$floor_after" = 1 ] && "$vg" floor --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$tmp/floor-after.json" 2>"$tmp/floor.err"; then
@@ -152,7 +172,10 @@ while [ "$r" -le "$rounds" ]; do
 				done
 			fi
 		fi
-		echo "$rooms $r $ft $fs $fc $sd $cd" >>"$tmp/floors"
+		echo "$rooms $r $ft $fs $fc $sd $cd ${uf:-0}" >>"$tmp/floors"
+		if [ -n "$uf" ]; then
+			fafter=$fafter$(awk -v u="$uf" -v f="$fs" 'BEGIN { printf "; io_uring floor: server %.2f us, %.2f of the epoll floor", u, u / f }')
+		fi
 		printf '\nround %s, %s rooms x %s: floor (%s) %.0f msg/s, server %.2f us, client %.2f us per message (load average %s)%s\n' \
 			"$r" "$rooms" "$count" "$fx" "$ft0" "$fs0" "$fc0" "$la" "$fafter"
 		printf '%-22s %9s %6s %10s %7s %10s %7s\n' "server/client" "msg/s" "/floor" "server us" "/floor" "client us" "/floor"
@@ -188,6 +211,12 @@ for size in $sizes; do
 	if [ "$floor_after" = 1 ]; then
 		printf '%-6s %-22s server drift %s, client drift %s (after/before the runs, over the rounds)\n' "$rooms" "floor" \
 			"$(awk -v r="$rooms" '$1 == r { print $6 }' "$tmp/floors" | span)" "$(awk -v r="$rooms" '$1 == r { print $7 }' "$tmp/floors" | span)"
+	fi
+	if [ "$uring_floor" = 1 ]; then
+		printf '%-6s %-22s %.2f (%s) of the epoll floor'"'"'s server CPU per message; uring server / io_uring floor %.2f (%s)\n' "$rooms" "io_uring floor" \
+			"$(awk -v r="$rooms" '$1 == r && $8 > 0 { print $8 / $4 }' "$tmp/floors" | med)" "$(awk -v r="$rooms" '$1 == r && $8 > 0 { print $8 / $4 }' "$tmp/floors" | span)" \
+			"$(awk -v r="$rooms" '$1 == r && $3 ~ /^uring\// { print $2, $7 }' "$tmp/rows" | sort -k1,1 >"$tmp/ur"; awk -v r="$rooms" '$1 == r && $8 > 0 { print $2, $8 / $4 }' "$tmp/floors" | sort -k1,1 | join - "$tmp/ur" | awk '{ print $3 / $2 }' | med)" \
+			"$(awk -v r="$rooms" '$1 == r && $8 > 0 { print $2, $8 / $4 }' "$tmp/floors" | sort -k1,1 | join - "$tmp/ur" | awk '{ print $3 / $2 }' | span)"
 	fi
 done
 
