@@ -189,13 +189,13 @@ while [ "$r" -le "$rounds" ]; do
 	r=$((r + 1))
 done
 
+# span: "min-max" of the numbers on standard input.
+span() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "-"; else printf "%.2f-%.2f", lo, hi }'; }
 # med: the median of the numbers on standard input.
 med() {
 	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# span: "min-max" of the numbers on standard input.
-span() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "-"; else printf "%.2f-%.2f", lo, hi }'; }
 
 echo
 echo "medians of the rounds' ratios to their floor, with the range over the rounds (msg/s: higher is better; CPU: lower is better):"
@@ -237,6 +237,20 @@ if [ "$small" != "$large" ]; then
 			x = a / b
 			printf "%-22s %6.2f  (%s: %.0f / %.0f)\n", p, x, (x >= f ? "at least the floor'"'"'s" : "BELOW the floor'"'"'s"), a, b
 		}'
+	done
+	# The same goal round by round, where both sizes ran: the run's share of
+	# its round's floor throughput at the large size over that at the small
+	# one (1.00: it loses what the floor loses; the acceptance is at least 1).
+	echo "the same, round by round: (msg/s / floor at $large) / (msg/s / floor at $small), median (range) over the rounds; at least 1.00 holds:"
+	# shellcheck disable=SC2013 # pairs are words
+	for p in $(awk '{ print $3 }' "$tmp/rows" | sort -u); do
+		rel=$(awk -v s="$small" -v l="$large" -v p="$p" '$3 == p && $1 == s { a[$2] = $5 } $3 == p && $1 == l { b[$2] = $5 }
+			END { for (r in a) if ((r in b) && a[r] > 0) print b[r] / a[r] }' "$tmp/rows")
+		if [ -z "$rel" ]; then
+			printf '%-22s no round ran both sizes\n' "$p"
+			continue
+		fi
+		printf '%-22s %6.2f  (%s)\n' "$p" "$(echo "$rel" | med)" "$(echo "$rel" | span)"
 	done
 
 	echo
