@@ -79,10 +79,8 @@ else
 	echo "(no jq: the documents will not carry the floor; the report has no efficiency)"
 fi
 
-# field NAME: the first number after "NAME": in the JSON on standard input.
-field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
-# mean A B: the mean of two numbers.
-mean() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + b) / 2 }'; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 echo "machine: $(nproc) processors, $(uname -sr), $(go env GOVERSION), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "server engines: $SERVER_ENGINES; client engines: $clients; sizes (rooms:count): $sizes; $rounds rounds"
@@ -189,12 +187,6 @@ while [ "$r" -le "$rounds" ]; do
 	r=$((r + 1))
 done
 
-# span: "min-max" of the numbers on standard input.
-span() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "-"; else printf "%.2f-%.2f", lo, hi }'; }
-# med: the median of the numbers on standard input.
-med() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 
 echo

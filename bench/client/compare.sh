@@ -4,7 +4,7 @@
 # then runs the loopback test with each build's `load` (alternating which
 # goes first) against a fresh `serve` of the first build. Prints each
 # run's client CPU per message and its ratio to the round's floor client,
-# then the medians. Before/after figures of a client change come from
+# then the medians, and NEW/OLD per round with its median and range. Before/after figures of a client change come from
 # here: the server is the same binary on both sides (a faster server lets
 # a client read more per wake-up, so a server change would count as the
 # client's). It mirrors bench/server/compare.sh.
@@ -31,8 +31,8 @@ engine=${ENGINE:-epoll}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ccompare.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# field NAME: the number after "NAME": in the JSON on standard input.
-field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 # run BIN ARGS: one run of BIN's load; prints its client µs per message
 # and msg/s.
@@ -64,10 +64,7 @@ for r in $(seq "$rounds"); do
 	fi
 	echo "$f $1 $3" | awk '{ print $2 / $1, $3 / $1 }' >>"$tmp/rows"
 	echo "$f $1 $2 $3 $4" | awk -v r="$r" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
-		'{ printf "round %s: floor client %.2f us; new %.2f us, %.3f (%.0f msg/s); old %.2f us, %.3f (%.0f msg/s) (load %s)\n", r, $1, $2, $2 / $1, $3, $4, $4 / $1, $5, l }'
+		'{ printf "round %s: floor client %.2f us; new %.2f us, %.3f (%.0f msg/s); old %.2f us, %.3f (%.0f msg/s); new/old %.3f (load %s)\n", r, $1, $2, $2 / $1, $3, $4, $4 / $1, $5, $2 / $4, l }'
 done
 [ -s "$tmp/rows" ] || exit 1
-for col in 1 2; do
-	sort -g -k"$col" "$tmp/rows" | awk -v c="$col" '{ v[NR] = $c } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-done | paste -sd' ' | awk -v l="$(cut -d' ' -f1-3 /proc/loadavg)" \
-	'{ printf "median client CPU per message / the floor client: new %.3f, old %.3f (load average %s)\n", $1, $2, l }'
+echo "client CPU per message, $(abstat "$tmp/rows") (load average $(cut -d' ' -f1-3 /proc/loadavg))"

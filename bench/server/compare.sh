@@ -4,7 +4,7 @@
 # loopback test against a fresh `serve` of each build (alternating which
 # goes first), the client always the first build's `load`. Prints each
 # run's server CPU per message and its ratio to the round's floor, then the
-# medians. Before/after figures of a server change come from here: the
+# medians, and NEW/OLD per round with its median and range. Before/after figures of a server change come from here: the
 # client is the same binary on both sides (a faster client lets a server
 # batch more, so a client change would count as the server's).
 #
@@ -30,8 +30,8 @@ engine=${ENGINE:-epoll}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/compare.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# field NAME: the number after "NAME": in the JSON on standard input.
-field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 # run BIN ARGS: one run's server µs per message against BIN's serve.
 run() {
@@ -55,8 +55,6 @@ for r in $(seq "$rounds"); do
 	fi
 	echo "$f $a $b" | awk '{ print $2 / $1, $3 / $1 }' >>"$tmp/rows"
 	echo "$f $a $b" | awk -v r="$r" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
-		'{ printf "round %s: floor %.2f us; new %.2f us, %.3f; old %.2f us, %.3f (load %s)\n", r, $1, $2, $2 / $1, $3, $3 / $1, l }'
+		'{ printf "round %s: floor %.2f us; new %.2f us, %.3f; old %.2f us, %.3f; new/old %.3f (load %s)\n", r, $1, $2, $2 / $1, $3, $3 / $1, $2 / $3, l }'
 done
-for col in 1 2; do
-	sort -g -k"$col" "$tmp/rows" | awk -v c="$col" '{ v[NR] = $c } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-done | paste -sd' ' | awk '{ printf "median server CPU per message / the floor: new %.3f, old %.3f\n", $1, $2 }'
+echo "server CPU per message, $(abstat "$tmp/rows") (load average $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -33,8 +33,8 @@ rounds=${ROUNDS:-3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/paced-compare.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# field NAME: the number after "NAME": in the JSON on standard input.
-field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 # run BIN ARGS: one paced run's server µs per message against BIN's serve.
 run() {
@@ -60,11 +60,9 @@ for r in $(seq "$rounds"); do
 		echo "round $r: a run gave no figure (floor '$f', new '$a', old '$b')"
 		continue
 	fi
-	echo "$f $a $b" | awk '{ print $2 / $1, $3 / $1, $2 / $3 }' >>"$tmp/rows"
+	echo "$f $a $b" | awk '{ print $2 / $1, $3 / $1 }' >>"$tmp/rows"
 	echo "$f $a $b" | awk -v r="$r" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
 		'{ printf "round %s: paced floor %.2f us; new %.2f us, %.3f; old %.2f us, %.3f; new/old %.3f (load %s)\n", r, $1, $2, $2 / $1, $3, $3 / $1, $2 / $3, l }'
 done
 [ -s "$tmp/rows" ] || exit 1
-for col in 1 2 3; do
-	sort -g -k"$col" "$tmp/rows" | awk -v c="$col" '{ v[NR] = $c } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-done | paste -sd' ' | awk '{ printf "medians: server CPU per message / the paced floor: new %.3f, old %.3f; new/old %.3f\n", $1, $2, $3 }'
+echo "server CPU per message against the paced floor, $(abstat "$tmp/rows") (load average $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -1,0 +1,34 @@
+# shellcheck shell=sh
+# lib.sh: helpers shared by the bench scripts (sourced, not run):
+#   . "$(dirname "$0")/lib.sh"        (from bench/)
+#   . "$(dirname "$0")/../lib.sh"     (from bench/server/, bench/client/)
+
+# field NAME: the first number after "NAME": in the JSON on standard input.
+field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
+
+# mean A B: the mean of two numbers.
+mean() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + b) / 2 }'; }
+
+# med: the median of the numbers on standard input (0 for none).
+med() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# span [DIGITS]: "min-max" of the numbers on standard input, with DIGITS
+# decimals (2), "-" for none.
+span() {
+	sort -g | awk -v d="${1:-2}" 'NR == 1 { lo = $1 } { hi = $1 }
+		END { if (NR == 0) print "-"; else printf("%." d "f-%." d "f\n", lo, hi) }'
+}
+
+# abstat FILE: the summary of an A/B's rows in FILE, each a round's
+# "new/floor old/floor": the medians of both, and the median and range of
+# new/old over the rounds. new/old is the figure to decide by: both runs of
+# a round are a minute apart, where the floor moves between rounds.
+abstat() {
+	n=$(awk '{ print $1 }' "$1" | med)
+	o=$(awk '{ print $2 }' "$1" | med)
+	r=$(awk '$2 > 0 { print $1 / $2 }' "$1")
+	awk -v n="$n" -v o="$o" -v m="$(echo "$r" | med)" -v s="$(echo "$r" | span 3)" -v k="$(echo "$r" | wc -l)" \
+		'BEGIN { printf "medians over the floor: new %.3f, old %.3f; new/old %.3f (range %s over %d rounds)\n", n, o, m, s, k }'
+}
