@@ -13,13 +13,21 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
 	go func() {
 		// The first signal asks the command to stop and flush; from then
 		// on a second one ends the process at once.
-		<-ctx.Done()
-		stop()
+		select {
+		case <-ctx.Done():
+			stop()
+		case <-done:
+		}
 	}()
+	// A command that has not stopped within its grace after the signal
+	// prints its goroutines and ends the process.
+	go cli.WatchStop(ctx.Done(), done, os.Stderr, os.Exit)
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	close(done)
 	stop()
 	os.Exit(code)
 }

@@ -237,6 +237,9 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 	fmt.Fprintln(io.Out, ready.Line())
 	logger.Info("volanogo serve started", "rooms", len(rooms), "room_limit", o.roomLimit, "max_connections", o.maxConnections,
 		"engine", srv.Engine(), "access_timeout", o.accessTimeout, "idle_timeout", o.idleTimeout, "max_rooms", o.maxRooms, "max_private", o.maxPrivate)
+	// The drain may take its timeout: the process's stop watchdog
+	// (WatchStop) waits that and a little more.
+	setStopGrace(o.drainTimeout + stopGraceSlack)
 	<-ctx.Done()
 	// The signal's context is done; a second signal ends the process at
 	// once (cmd/volanogo restores the default action after the first).
