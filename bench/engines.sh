@@ -29,6 +29,7 @@
 #   CLIENT_ENGINES=epoll SERVER_ENGINES="goroutine epoll" bench/engines.sh
 #   OUT=results/engines bench/engines.sh              # where the documents go (default: a new /tmp directory)
 #   FLOOR_ARGS=--chat-only bench/engines.sh           # the floor without the exits, as floor.c
+#   SERVER_ENGINES="epoll epoll:--loops=2" bench/engines.sh   # ENGINE:FLAGS: serve flags, commas for spaces
 #   FLOOR_AFTER=0 bench/engines.sh                    # the floor before the runs only
 #   URING_FLOOR=0 bench/engines.sh                    # no io_uring floor (default: measured when uring is a server engine)
 #
@@ -70,7 +71,7 @@ if [ -z "${SERVER_ENGINES:-}" ]; then
 fi
 if [ -z "$uring_floor" ]; then
 	uring_floor=0
-	case " $SERVER_ENGINES " in *" uring "*) uring_floor=1 ;; esac
+	case " $SERVER_ENGINES " in *" uring "* | *" uring:"*) uring_floor=1 ;; esac
 fi
 havejq=false
 if command -v jq >/dev/null 2>&1; then
@@ -120,9 +121,11 @@ while [ "$r" -le "$rounds" ]; do
 		for se in $order; do
 			for ce in $clients; do
 				doc=$out/r$r-$rooms-$se-$ce.json
-				serve="$vg serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $se"
+				# ENGINE:ARGS is the engine with serve flags (commas for spaces)
+				serve="$vg serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine ${se%%:*}"
+				case $se in *:*) serve="$serve $(echo "${se#*:}" | tr ',' ' ')" ;; esac
 				if ! "$vg" load --server-cmd "$serve" -rooms "$rooms" -count "$count" -runs 1 \
-					--engine "$ce" --label volanogo --run-id "r$r-$rooms-$se-$ce" \
+					--engine "$ce" --label "volanogo${se#"${se%%:*}"}" --run-id "r$r-$rooms-$se-$ce" \
 					--json --quiet -o "$doc" >"$tmp/run.json" 2>"$tmp/run.err"; then
 					echo "$se/$ce: the run failed:" >&2
 					tail -n 5 "$tmp/run.err" >&2
