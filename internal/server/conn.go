@@ -110,36 +110,37 @@ func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
 // connection is closed as a slow consumer.
 func (c *conn) send(b []byte) {
 	c.mu.Lock()
+	c.sendLocked(b)
+	c.mu.Unlock()
+}
+
+// sendLocked is send with c.mu held.
+func (c *conn) sendLocked(b []byte) {
 	if c.closed || c.lingering != "" {
 		// A connection being let go gets nothing more than what was
 		// queued before (its refusal, or what it had when the server
 		// began to drain).
-		c.mu.Unlock()
 		return
 	}
 	if c.ws != nil {
 		c.sendWSLocked(b)
-		c.mu.Unlock()
 		return
 	}
 	if !c.flushing {
 		n, err := c.tryWrite(b)
 		if err != nil {
 			c.closeLocked(ReasonWriteError)
-			c.mu.Unlock()
 			return
 		}
 		c.taken += int64(n)
 		b = b[n:]
 		if len(b) == 0 {
-			c.mu.Unlock()
 			return
 		}
 	}
 	if len(c.out)+c.inflight+len(b) > c.s.cfg.SendBuffer {
 		c.detail = fmt.Sprintf("the kernel took %d bytes, %d more were waiting", c.taken, len(c.out)+c.inflight)
 		c.closeLocked(ReasonSlowConsumer)
-		c.mu.Unlock()
 		return
 	}
 	c.out = append(c.out, b...)
@@ -148,12 +149,10 @@ func (c *conn) send(b []byte) {
 		if c.ev != nil {
 			// its loop writes the rest when the socket has room
 			c.evWantOut()
-			c.mu.Unlock()
 			return
 		}
 		if c.ur != nil {
 			c.urWantOut() // its ring polls for room and writes the rest
-			c.mu.Unlock()
 			return
 		}
 		// The connection is open, so its reading goroutine holds the wait
@@ -161,7 +160,6 @@ func (c *conn) send(b []byte) {
 		c.s.wg.Add(1)
 		go c.flush()
 	}
-	c.mu.Unlock()
 }
 
 // tryWrite writes without blocking; on a platform without raw access it

@@ -338,13 +338,7 @@ func (c *conn) handleChat(body []byte) {
 		// io_uring: one submission for every receiver and the confirm
 		n = c.ur.loop.relay(c, r.conns, b[:ind], b[ind:])
 	} else {
-		for _, o := range r.conns {
-			if o != c {
-				o.send(b[:ind])
-				n++
-			}
-		}
-		c.send(b[ind:])
+		n = relayChat(c, r.conns, b[:ind], b[ind:])
 	}
 	r.mu.Unlock()
 	c.keepScratch(b)
