@@ -110,6 +110,16 @@ func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
 // connection is closed as a slow consumer.
 func (c *conn) send(b []byte) {
 	c.mu.Lock()
+	if len(b) > 0 && c.rawReadyLocked() {
+		// the system call here, not three calls down (relayChat)
+		if m := sendRaw(c.fd, b); m > 0 {
+			c.taken += int64(m)
+			if b = b[m:]; len(b) == 0 {
+				c.mu.Unlock()
+				return
+			}
+		}
+	}
 	c.sendLocked(b)
 	c.mu.Unlock()
 }
