@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/server"
+	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 // TestEngineEpoll runs the turn-taking and paced tests again on the epoll
@@ -248,4 +250,84 @@ func TestFireBehind(t *testing.T) {
 		n += m / len(u.chat)
 	}
 	assert.Equal(t, fireBatch, n)
+}
+
+// TestLoopPathAllocs: what an event loop does with each packet of a
+// turn-taking user allocates nothing: the wake-up's prefetch, a reader
+// lent and given back, the read(2) through the link, the split, the
+// chat's view, the ledger, the latency and fan-out records, and the
+// user's own chat and write when its turn comes. The stream is a room's
+// round: 19 indications, and the confirm of the user's chat.
+func TestLoopPathAllocs(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	rs := &runState{spec: &Spec{Count: 1 << 30}, shards: []*histShard{{}}}
+	rs.timeline = results.NewTimelineRecorder(time.Now())
+	const users = 20
+	r, err := newRoom(rs, 0, 1, users)
+	require.NoError(t, err)
+	u := r.users[2] // Mark3
+	u.l = &link{fd: fds[0], raw: true, onLoop: true, writeTimeout: time.Second}
+	e := &evEngine{users: make([]atomic.Pointer[user], 1)}
+	e.users[0].Store(u)
+	l := &evLoop{e: e}
+	events := []unix.EpollEvent{{Fd: 0}}
+
+	// A round of the room as the server sends it to Mark3: the chats of
+	// Mark1 and Mark2, the confirm of Mark3's own, then Mark4's to
+	// Mark20's; at is where each chat's number is.
+	var round []byte
+	at := make([]int, users)
+	for s := 1; s <= users; s++ {
+		if s == 3 {
+			round, err = (&protocol.Chat{Type: protocol.Confirm, RoomName: r.name}).AppendPacket(round)
+			require.NoError(t, err)
+			continue
+		}
+		round, err = (&protocol.Chat{Type: protocol.Indication, RoomName: r.name, UserName: r.users[s-1].name,
+			Text: numberedText(s, 1)[:len(MarkText)-1]}).AppendPacket(round)
+		require.NoError(t, err)
+		at[s-1] = len(round) - (len(MarkText) - 1) + numberDigits + 1
+	}
+	sink := make([]byte, 4096)
+	var j int64
+	step := func() {
+		j++
+		for s := 1; s <= users; s++ {
+			k := (j-1)*users + int64(s)
+			if s != 3 {
+				putNumber(round[at[s-1]:], j)
+				// As the sender would have: the slot of its chat.
+				slot := &r.slots[k&r.mask]
+				slot.sent.Store(nanotime())
+				slot.fan.reset()
+				slot.k.Store(k)
+			}
+		}
+		if _, err := unix.Write(fds[1], round); err != nil {
+			t.Fatal(err)
+		}
+		l.prefetch(events)
+		u.rd = l.reader(u.l)
+		u.l.mayRead = true
+		stop, err := u.pump(u.turnFrame)
+		if stop || err != nil || u.rd.Buffered() != 0 {
+			t.Fatalf("round %d: stop %v, err %v, %d bytes left", j, stop, err, u.rd.Buffered())
+		}
+		l.readers = append(l.readers, u.rd)
+		u.rd = nil
+		if n, err := unix.Read(fds[1], sink); err != nil || n != len(u.chat) {
+			t.Fatalf("round %d: read %d bytes of Mark3's chat (%v)", j, n, err)
+		}
+	}
+	step() // warm up: the reader, the shard's histograms
+	assert.Zero(t, testing.AllocsPerRun(200, step))
+	assert.Nil(t, rs.failures.List())
+	assert.Equal(t, j, u.sent)
+	assert.Equal(t, j*(users-1), u.counted)
+	assert.Zero(t, u.ledger.reordered)
+	c := u.rec
+	assert.Equal(t, j*(users-1), c.shard.hist(kDelivery).TotalCount()+int64(c.latN[kDelivery]), "every chat timed")
 }
