@@ -55,6 +55,9 @@ import (
 //     (POLLOUT) to write the rest, with the epoll engine's write-stall and
 //     slow-consumer rules; what came meanwhile goes in the next round's
 //     batch. Batch buffers come from, and go back to, the loop's pool.
+//     After a busy round a chat's confirm to its sender waits for the
+//     next round (1 ms at most), to go with the next chat of its room in
+//     one send (flushBatch).
 //
 // A handler's replies and its room's entry and exit indications join the
 // round's batch the same way (conn.deliver). What else is sent (private
@@ -105,6 +108,14 @@ const (
 	urBufsWhole   = 1024
 	urBufSizeWhol = 512
 )
+
+// A loop holds its round's chat confirms for the next round (flushBatch)
+// after a round that handled urHoldMin completions or more (turn-taking
+// of many rooms: the round's sends bring the next chats), and waits
+// urHoldMax at most for that round to come. Tests lower urHoldMin.
+var urHoldMin = 8
+
+const urHoldMax = time.Millisecond
 
 // urMultishot: receive with multishot recvs into the loop's provided
 // buffers where the kernel has them (Linux 6.0); tests turn it off to
@@ -294,6 +305,8 @@ type urLoop struct {
 	cqes       []uring.CQE // completions taken from the ring, not yet handled
 	batch      []*conn     // connections with bytes to send at the end of the round
 	batchSpare []*conn
+	later      []*conn   // connections with a confirm to send at the end of the next round (queueSend)
+	handled    int       // completions handled this round (but sends')
 	sends      []*urSock // connections with a send in flight, by the send's user data
 	sendFree   []int32
 	ts         unix.Timespec
@@ -502,13 +515,19 @@ func (l *urLoop) run(ready chan<- error) {
 			l.runQueue(q)
 			wait = 0 // posted work: submit what it armed, do not wait
 		}
-		l.flushBatch()
+		l.flushBatch(l.handled >= urHoldMin)
+		l.handled = 0
 		// The sends and recvs go in without the scheduler's bookkeeping.
 		// With nothing to handle, the same system call waits: the sends
 		// complete during the submission (non-blocking), so it waits for
-		// one completion more than they make.
+		// one completion more than they make; for a while at most if it
+		// holds confirms.
 		var err error
 		if wait == 1 && l.ring.Ready() == 0 {
+			if len(l.batch) > 0 && (timeout == nil || l.ts.Sec > 0 || l.ts.Nsec > int64(urHoldMax)) {
+				l.ts = unix.NsecToTimespec(int64(urHoldMax))
+				timeout = &l.ts
+			}
 			err = l.wait(l.sendsPrepared+1, timeout)
 		} else if l.ring.Unsubmitted() > 0 {
 			err = l.ring.SubmitNonblocking()
@@ -527,6 +546,7 @@ func (l *urLoop) run(ready chan<- error) {
 		for i := 0; i < len(l.cqes); i++ {
 			l.complete(l.cqes[i]) // a relay may append to cqes
 		}
+		l.handled += len(l.cqes)
 		clear(l.cqes)
 		l.cqes = l.cqes[:0]
 		now := time.Now()
@@ -1158,11 +1178,11 @@ func (l *urLoop) relay(c *conn, conns []*conn, ind, conf []byte) int {
 	n := 0
 	for _, o := range conns {
 		if o != c {
-			l.queueSend(o, ind)
+			l.queueSend(o, ind, false)
 			n++
 		}
 	}
-	l.queueSend(c, conf)
+	l.queueSend(c, conf, true)
 	return n
 }
 
@@ -1171,7 +1191,15 @@ func (l *urLoop) relay(c *conn, conns []*conn, ind, conf []byte) int {
 // else behind what waits in its out buffer; a receiver that nothing owns
 // (not flushing) joins the batch, and from then on whatever else comes
 // for it, from any thread, goes behind.
-func (l *urLoop) queueSend(o *conn, p []byte) {
+//
+// A chat's confirm (later) may join the next round's batch instead: in
+// turn-taking the next packet for its sender is most often the next chat
+// of its room, which its next user sends once this round's sends reach
+// it, and the confirm goes out with it, in front, in one send: one send a
+// chat fewer (a twentieth of a room of 20's) for the server, and one
+// receive fewer for the client. See flushBatch for when, and for how long
+// at most.
+func (l *urLoop) queueSend(o *conn, p []byte, later bool) {
 	k := o.ur
 	if k == nil {
 		o.send(p)
@@ -1197,7 +1225,11 @@ func (l *urLoop) queueSend(o *conn, p []byte) {
 		k.bout = append(l.takeOut(), p...)
 		o.inflight = len(k.bout)
 		k.sending++
-		l.batch = append(l.batch, o)
+		if later {
+			l.later = append(l.later, o)
+		} else {
+			l.batch = append(l.batch, o)
+		}
 	}
 	o.mu.Unlock()
 }
@@ -1221,16 +1253,32 @@ func (l *urLoop) giveOut(b []byte) {
 // non-blocking, they complete during it). Only this loop touches a
 // batch buffer once it is in the batch, so no lock is taken here; its
 // bytes count as inflight until the send completes.
-func (l *urLoop) flushBatch() {
+//
+// The round's confirms (later) go too, unless hold: then they join the
+// next round's batch, where the next chat for their senders may join
+// them. A loop holds them after a busy round only (urHoldMin), whose sends
+// will bring the next chats, and waits for those urHoldMax at most before
+// sending them: a confirm is held one round and one wait at most.
+func (l *urLoop) flushBatch(hold bool) {
+	if !hold && len(l.later) > 0 {
+		l.batch = append(l.batch, l.later...)
+		clear(l.later)
+		l.later = l.later[:0]
+	}
 	for range 4 { // a full submission queue reaps sends that may queue more
 		if len(l.batch) == 0 {
-			return
+			break
 		}
 		b := l.batch
 		l.batch = l.batchSpare[:0]
 		l.flushConns(b)
 		clear(b)
 		l.batchSpare = b[:0]
+	}
+	if len(l.later) > 0 {
+		l.batch = append(l.batch, l.later...)
+		clear(l.later)
+		l.later = l.later[:0]
 	}
 }
 

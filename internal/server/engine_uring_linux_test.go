@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -140,4 +141,60 @@ func TestURingSockLayout(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Sizeof(k), uintptr(256))
 	assert.Less(t, unsafe.Offsetof(k.fd), uintptr(64))
 	assert.Less(t, unsafe.Offsetof(k.bout), uintptr(64-24))
+}
+
+// TestURingHeldConfirm: a chat's confirm held for the next round
+// (urHoldMin lowered to hold it after any round) reaches its sender when
+// nothing else comes (the loop waits urHoldMax at most for the next
+// round), and when the next chat of the room comes, in front of it.
+func TestURingHeldConfirm(t *testing.T) {
+	if why := engineUnavailable(EngineURing); why != "" {
+		t.Skip(why)
+	}
+	hold := urHoldMin
+	t.Cleanup(func() { urHoldMin = hold }) // after the server's shutdown
+	urHoldMin = 1
+	s := startServer(t, Config{Engine: EngineURing, Loops: 1})
+	a, b := dial(t, s), dial(t, s)
+	a.access("Held")
+	a.enter("Held", "a")
+	b.access("Held")
+	b.enter("Held", "b")
+	_, ok := a.expect().(*protocol.EnterRoom) // b's entry
+	require.True(t, ok)
+	// Each quiet chat's confirm comes after urHoldMax; held rather until
+	// the loop's next wake-up (its deadline scan, or the runtime's
+	// preemption signal, every 10 to 20 ms), most would take more.
+	const quiet = 40
+	var took []time.Duration
+	for i := range quiet {
+		text := fmt.Sprintf("quiet %d", i)
+		a.send(chat("Held", "a", text))
+		sent := time.Now()
+		ind, ok := b.expect().(*protocol.Chat)
+		require.True(t, ok)
+		assert.Equal(t, text, ind.Text)
+		conf, ok := a.expect().(*protocol.Chat) // nothing else comes
+		require.True(t, ok)
+		took = append(took, time.Since(sent))
+		assert.Equal(t, protocol.Confirm, conf.Type)
+	}
+	slices.Sort(took)
+	assert.Less(t, took[quiet/2], 8*time.Millisecond, "the median of %d quiet chats' confirms", quiet)
+	for i := range 20 {
+		// b answers at once: its chat may take a's held confirm along
+		a.send(chat("Held", "a", fmt.Sprintf("turn %d", i)))
+		_, ok := b.expect().(*protocol.Chat)
+		require.True(t, ok)
+		b.send(chat("Held", "b", fmt.Sprintf("answer %d", i)))
+		conf, ok := a.expect().(*protocol.Chat)
+		require.True(t, ok)
+		assert.Equal(t, protocol.Confirm, conf.Type, "the confirm first")
+		ind, ok := a.expect().(*protocol.Chat)
+		require.True(t, ok)
+		assert.Equal(t, protocol.Indication, ind.Type)
+		assert.Equal(t, fmt.Sprintf("answer %d", i), ind.Text)
+		_, ok = b.expect().(*protocol.Chat) // b's confirm
+		require.True(t, ok)
+	}
 }

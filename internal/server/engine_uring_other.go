@@ -50,4 +50,4 @@ func (s *Server) resolveEngine() error {
 	return nil
 }
 
-func (l *urLoop) queueSend(o *conn, p []byte) { o.send(p) }
+func (l *urLoop) queueSend(o *conn, p []byte, _ bool) { o.send(p) }

@@ -93,7 +93,7 @@ func (c *conn) handlePacket(p protocol.Packet) {
 // these were most of the server's sendto calls). Elsewhere it is o.send.
 func (c *conn) deliver(o *conn, b []byte) {
 	if k := c.ur; k != nil && k.loop != nil {
-		k.loop.queueSend(o, b)
+		k.loop.queueSend(o, b, false)
 		return
 	}
 	o.send(b)
