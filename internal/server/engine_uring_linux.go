@@ -523,7 +523,7 @@ func (l *urLoop) run(ready chan<- error) {
 		// one completion more than they make; for a while at most if it
 		// holds confirms.
 		var err error
-		if wait == 1 && l.ring.Ready() == 0 {
+		if wait == 1 && l.ring.Ready() == 0 && len(l.cqes) == 0 {
 			if len(l.batch) > 0 && (timeout == nil || l.ts.Sec > 0 || l.ts.Nsec > int64(urHoldMax)) {
 				l.ts = unix.NsecToTimespec(int64(urHoldMax))
 				timeout = &l.ts
@@ -1283,6 +1283,12 @@ func (l *urLoop) flushBatch(hold bool) {
 }
 
 func (l *urLoop) flushConns(b []*conn) {
+	// A large batch goes in chunks, each submitted and its completions
+	// handled at once; a small one in the loop's next io_uring_enter.
+	chunk := uint32(len(b) + 1)
+	if len(b) >= urChunkMin {
+		chunk = urChunk
+	}
 	for _, o := range b {
 		k := o.ur
 		q := l.sqe() // it may reap other sends' completions
@@ -1297,8 +1303,26 @@ func (l *urLoop) flushConns(b []*conn) {
 		if k.loop == l && k.fixed {
 			uring.FixedFile(q, uint32(k.fd))
 		}
+		if l.sendsPrepared >= chunk {
+			if err := l.ring.SubmitNonblocking(); err == nil || errors.Is(err, unix.EBUSY) {
+				l.sendsPrepared = 0
+				l.reap()
+			}
+		}
 	}
 }
+
+// A batch of urChunkMin sends or more (a round of turn-taking in hundreds
+// of rooms) is submitted urChunk sends at a time, and each chunk's
+// completions are handled at once, while the chunk's connections are
+// still in the processor's caches, and while the clients can answer the
+// chunk's chats: at 475 rooms of 20 the server's CPU per message fell by
+// a fifth. Smaller batches go in one submission with the loop's wait:
+// chunks made 15 rooms a fifth dearer. Tests lower both.
+var (
+	urChunkMin = 512
+	urChunk    = uint32(64)
+)
 
 // unbatch hands a batch's bytes to the connection's own loop, which
 // writes them when the socket has room (no submission entry was free).

@@ -198,3 +198,44 @@ func TestURingHeldConfirm(t *testing.T) {
 		require.True(t, ok)
 	}
 }
+
+// TestURingChunkedBatch: a batch sent in chunks (lowered to a chunk of
+// two sends for any batch) delivers every chat and confirm, in order.
+func TestURingChunkedBatch(t *testing.T) {
+	if why := engineUnavailable(EngineURing); why != "" {
+		t.Skip(why)
+	}
+	chunkMin, chunk := urChunkMin, urChunk
+	t.Cleanup(func() { urChunkMin, urChunk = chunkMin, chunk }) // after the server's shutdown
+	urChunkMin, urChunk = 1, 2
+	s := startServer(t, Config{Engine: EngineURing, Loops: 1})
+	const n = 10
+	var cs []*client
+	for i := range n {
+		c := dial(t, s)
+		c.access("Chunks")
+		c.enter("Chunks", fmt.Sprintf("u%d", i))
+		cs = append(cs, c)
+	}
+	nextChat := func(c *client) *protocol.Chat {
+		for {
+			if ch, ok := c.expect().(*protocol.Chat); ok {
+				return ch // after the entries of those who came later
+			}
+		}
+	}
+	for round := range 3 {
+		for i, c := range cs {
+			text := fmt.Sprintf("%d from %d", round, i)
+			c.send(chat("Chunks", fmt.Sprintf("u%d", i), text))
+			for j, o := range cs {
+				ch := nextChat(o)
+				if j == i {
+					assert.Equal(t, protocol.Confirm, ch.Type)
+				} else {
+					assert.Equal(t, text, ch.Text)
+				}
+			}
+		}
+	}
+}
