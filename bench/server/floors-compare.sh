@@ -1,0 +1,62 @@
+#!/bin/sh
+# floors-compare.sh: two builds' servers against both kernel floors, epoll
+# and io_uring, measured in the same rounds. Each round measures
+# `volanogo floor --engine epoll` and `--engine uring` (one before the
+# runs, one after, alternating which), then runs the loopback test against
+# a fresh `serve` of each build (alternating which goes first), the client
+# always the first build's `load`. Prints each run's server CPU per message
+# and its ratio to each floor, and the two builds' ratio. For the io_uring
+# engine, whose goal is a ratio to the epoll floor while its own kernel
+# floor is the io_uring one: a gap to the io_uring floor is the server's,
+# the floors' ratio (u/e) is the machine's.
+#
+#   bench/server/floors-compare.sh NEW OLD                 # 475 rooms x 10, uring, 3 rounds
+#   ROOMS=15 COUNT=100 ROUNDS=5 bench/server/floors-compare.sh NEW OLD
+#
+# NEW and OLD are volanogo binaries; ENGINE is the servers' engine (uring),
+# CLIENT_ENGINE the client's (epoll), NEW_ARGS more flags for NEW's serve.
+set -eu
+if [ $# -ne 2 ]; then
+	echo "usage: floors-compare.sh NEW OLD (volanogo binaries)" >&2
+	exit 2
+fi
+new=$1
+old=$2
+rooms=${ROOMS:-475}
+count=${COUNT:-10}
+rounds=${ROUNDS:-3}
+engine=${ENGINE:-uring}
+ce=${CLIENT_ENGINE:-epoll}
+
+# field NAME: the number after "NAME": in the JSON on standard input.
+field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
+
+# run BIN ARGS: one run's server µs per message against BIN's serve.
+run() {
+	bin=$1
+	shift
+	"$new" load --server-cmd "$bin serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $engine $*" \
+		-rooms "$rooms" -count "$count" -runs 1 --engine "$ce" --json --quiet -file "" 2>/dev/null |
+		field server_cpu_per_msg_us
+}
+
+# floor ENGINE: the kernel floor's server µs per message.
+floor() { "$new" floor --rooms "$rooms" --count "$count" --engine "$1" --json | field server_cpu_per_message_us; }
+
+echo "$rooms rooms x $count, server --engine $engine, client $new --engine $ce; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$rounds"); do
+	if [ $((r % 2)) = 1 ]; then
+		fe=$(floor epoll)
+		a=$(run "$new" "${NEW_ARGS:-}")
+		b=$(run "$old")
+		fu=$(floor uring)
+	else
+		fu=$(floor uring)
+		b=$(run "$old")
+		a=$(run "$new" "${NEW_ARGS:-}")
+		fe=$(floor epoll)
+	fi
+	echo "$r $fe $fu $a $b $(cut -d' ' -f1 /proc/loadavg)" | awk '{
+		printf "round %s: floors epoll %.2f us, uring %.2f (u/e %.3f); new %.2f us: /uring %.3f, /epoll %.3f; old %.2f us: /uring %.3f, /epoll %.3f; new/old %.3f (load %s)\n",
+			$1, $2, $3, $3 / $2, $4, $4 / $3, $4 / $2, $5, $5 / $3, $5 / $2, $4 / $5, $6 }'
+done
