@@ -31,6 +31,7 @@
 #   FLOOR_ARGS=--chat-only bench/engines.sh           # the floor without the exits, as floor.c
 #   SERVER_ENGINES="epoll epoll:--loops=2" bench/engines.sh   # ENGINE:FLAGS: serve flags, commas for spaces
 #   FLOOR_AFTER=0 bench/engines.sh                    # the floor before the runs only
+#   SETTLE=0 bench/engines.sh                         # do not wait for TIME_WAIT sockets to go before each measurement
 #   URING_FLOOR=0 bench/engines.sh                    # no io_uring floor (default: measured when uring is a server engine)
 #
 # Each round measures the floor before its runs and again after them
@@ -73,6 +74,22 @@ if [ -z "$uring_floor" ]; then
 	uring_floor=0
 	case " $SERVER_ENGINES " in *" uring "* | *" uring:"*) uring_floor=1 ;; esac
 fi
+# settle: wait (SETTLE seconds at most, default 65) until the TCP sockets
+# the last measurement left in TIME_WAIT are gone (under 500). They last
+# 60 s, and while 19,000 of them linger the floor at 475 rooms cost 1.6x
+# per message (11.8 and 11.3 us with 19,000, 9.8 with 9,500, 7.1 once
+# they had gone, one after the other): a measurement right after a large
+# one pays for it. SETTLE=0 does not wait.
+settle_max=${SETTLE:-65}
+settle() {
+	w=0
+	while [ "$w" -lt "$settle_max" ]; do
+		n=$(ss -s 2>/dev/null | sed -n 's/.*timewait \([0-9]*\).*/\1/p')
+		[ -z "$n" ] || [ "$n" -lt 500 ] && return 0
+		sleep 1
+		w=$((w + 1))
+	done
+}
 havejq=false
 if command -v jq >/dev/null 2>&1; then
 	havejq=true
@@ -96,6 +113,7 @@ while [ "$r" -le "$rounds" ]; do
 		rooms=${size%:*}
 		count=${size#*:}
 		ff=$tmp/floor-$rooms-$r.json
+		settle
 		# shellcheck disable=SC2086 # FLOOR_ARGS are words
 		if ! "$vg" floor --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$ff" 2>"$tmp/floor.err"; then
 			echo "round $r, $rooms rooms: the floor failed:" >&2
@@ -124,6 +142,7 @@ while [ "$r" -le "$rounds" ]; do
 				# ENGINE:ARGS is the engine with serve flags (commas for spaces)
 				serve="$vg serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine ${se%%:*}"
 				case $se in *:*) serve="$serve $(echo "${se#*:}" | tr ',' ' ')" ;; esac
+				settle
 				if ! "$vg" load --server-cmd "$serve" -rooms "$rooms" -count "$count" -runs 1 \
 					--engine "$ce" --label "volanogo${se#"${se%%:*}"}" --run-id "r$r-$rooms-$se-$ce" \
 					--json --quiet -o "$doc" >"$tmp/run.json" 2>"$tmp/run.err"; then
@@ -145,6 +164,7 @@ while [ "$r" -le "$rounds" ]; do
 		# the default when uring is among the server engines): the ratio of the
 		# uring engine to what io_uring itself costs on this machine.
 		uf=""
+		[ "$uring_floor" = 1 ] && settle
 		# shellcheck disable=SC2086 # FLOOR_ARGS are words
 		if [ "$uring_floor" = 1 ] && "$vg" floor --engine uring --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$tmp/floor-uring.json" 2>"$tmp/floor.err"; then
 			uf=$(field server_cpu_per_message_us <"$tmp/floor-uring.json")
@@ -156,6 +176,7 @@ while [ "$r" -le "$rounds" ]; do
 			fi
 		fi
 		fafter="" sd=1 cd=1
+		[ "$floor_after" = 1 ] && settle
 		# shellcheck disable=SC2086 # FLOOR_ARGS are words
 		if [ "$floor_after" = 1 ] && "$vg" floor --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$tmp/floor-after.json" 2>"$tmp/floor.err"; then
 			ft2=$(field throughput <"$tmp/floor-after.json")
