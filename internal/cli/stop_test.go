@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,29 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestWatchStopHung(t *testing.T) {
 	setStopGrace(20 * time.Millisecond)
 	t.Cleanup(func() { setStopGrace(0) })
 	interrupted, done := make(chan struct{}), make(chan struct{})
-	var out syncBuffer
+	var out lockedBuffer
 	exited := make(chan int, 1)
 	returned := make(chan struct{})
 	go func() {
@@ -57,7 +37,7 @@ func TestWatchStopStopped(t *testing.T) {
 	t.Cleanup(func() { setStopGrace(0) })
 	for _, interrupt := range []bool{false, true} {
 		interrupted, done := make(chan struct{}), make(chan struct{})
-		var out syncBuffer
+		var out lockedBuffer
 		returned := make(chan struct{})
 		go func() {
 			defer close(returned)
