@@ -32,3 +32,27 @@ abstat() {
 	awk -v n="$n" -v o="$o" -v m="$(echo "$r" | med)" -v s="$(echo "$r" | span 3)" -v k="$(echo "$r" | wc -l)" \
 		'BEGIN { printf "medians over the floor: new %.3f, old %.3f; new/old %.3f (range %s over %d rounds)\n", n, o, m, s, k }'
 }
+
+# ab_args SCRIPT ARGS...: the A/B scripts' two arguments, NEW and OLD
+# (volanogo binaries), in new and old; else SCRIPT's usage and exit 2.
+# shellcheck disable=SC2034 # old is the sourcing script's
+ab_args() {
+	if [ $# -ne 3 ]; then
+		echo "usage: $1 NEW OLD (volanogo binaries)" >&2
+		exit 2
+	fi
+	new=$2
+	old=$3
+}
+
+# server_run BIN ARGS...: one turn-taking run's server µs per message
+# against a fresh `BIN serve --engine $engine ARGS`, loaded by
+# `$new load --engine $ce`, $rooms rooms x $count.
+# shellcheck disable=SC2154 # the sourcing script sets them
+server_run() {
+	bin=$1
+	shift
+	"$new" load --server-cmd "$bin serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $engine $*" \
+		-rooms "$rooms" -count "$count" -runs 1 --engine "$ce" --json --quiet -file "" 2>/dev/null |
+		field server_cpu_per_msg_us
+}

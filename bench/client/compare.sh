@@ -17,12 +17,9 @@
 # commit). LOAD_ARGS goes to the first build's load only; CLIENT_ENGINE is
 # both loads' --engine (epoll), ENGINE the server's (epoll).
 set -eu
-if [ $# -ne 2 ]; then
-	echo "usage: compare.sh NEW OLD (volanogo binaries)" >&2
-	exit 2
-fi
-new=$1
-old=$2
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+ab_args compare.sh "$@"
 rooms=${ROOMS:-15}
 count=${COUNT:-200}
 rounds=${ROUNDS:-3}
@@ -30,9 +27,6 @@ ce=${CLIENT_ENGINE:-epoll}
 engine=${ENGINE:-epoll}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ccompare.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
-
-# shellcheck source=bench/lib.sh
-. "$(dirname "$0")/../lib.sh"
 
 # run BIN ARGS: one run of BIN's load; prints its client µs per message
 # and msg/s.

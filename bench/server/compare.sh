@@ -16,12 +16,9 @@
 # commit). SERVE_ARGS goes to the first build's serve only; ENGINE is the
 # server engine (epoll).
 set -eu
-if [ $# -ne 2 ]; then
-	echo "usage: compare.sh NEW OLD (volanogo binaries)" >&2
-	exit 2
-fi
-new=$1
-old=$2
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+ab_args compare.sh "$@"
 rooms=${ROOMS:-15}
 count=${COUNT:-200}
 rounds=${ROUNDS:-3}
@@ -30,28 +27,16 @@ engine=${ENGINE:-epoll}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/compare.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# shellcheck source=bench/lib.sh
-. "$(dirname "$0")/../lib.sh"
-
-# run BIN ARGS: one run's server µs per message against BIN's serve.
-run() {
-	bin=$1
-	shift
-	"$new" load --server-cmd "$bin serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $engine $*" \
-		-rooms "$rooms" -count "$count" -runs 1 --engine "$ce" --json --quiet -file "" 2>/dev/null |
-		field server_cpu_per_msg_us
-}
-
 echo "$rooms rooms x $count, client $new --engine $ce, server --engine $engine; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$tmp/rows"
 for r in $(seq "$rounds"); do
 	f=$("$new" floor --rooms "$rooms" --count "$count" --json | field server_cpu_per_message_us)
 	if [ $((r % 2)) = 1 ]; then
-		a=$(run "$new" "${SERVE_ARGS:-}")
-		b=$(run "$old")
+		a=$(server_run "$new" "${SERVE_ARGS:-}")
+		b=$(server_run "$old")
 	else
-		b=$(run "$old")
-		a=$(run "$new" "${SERVE_ARGS:-}")
+		b=$(server_run "$old")
+		a=$(server_run "$new" "${SERVE_ARGS:-}")
 	fi
 	echo "$f $a $b" | awk '{ print $2 / $1, $3 / $1 }' >>"$tmp/rows"
 	echo "$f $a $b" | awk -v r="$r" -v l="$(cut -d' ' -f1 /proc/loadavg)" \

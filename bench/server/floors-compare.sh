@@ -16,29 +16,14 @@
 # NEW and OLD are volanogo binaries; ENGINE is the servers' engine (uring),
 # CLIENT_ENGINE the client's (epoll), NEW_ARGS more flags for NEW's serve.
 set -eu
-if [ $# -ne 2 ]; then
-	echo "usage: floors-compare.sh NEW OLD (volanogo binaries)" >&2
-	exit 2
-fi
-new=$1
-old=$2
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+ab_args floors-compare.sh "$@"
 rooms=${ROOMS:-475}
 count=${COUNT:-10}
 rounds=${ROUNDS:-3}
 engine=${ENGINE:-uring}
 ce=${CLIENT_ENGINE:-epoll}
-
-# field NAME: the number after "NAME": in the JSON on standard input.
-field() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1; }
-
-# run BIN ARGS: one run's server µs per message against BIN's serve.
-run() {
-	bin=$1
-	shift
-	"$new" load --server-cmd "$bin serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $engine $*" \
-		-rooms "$rooms" -count "$count" -runs 1 --engine "$ce" --json --quiet -file "" 2>/dev/null |
-		field server_cpu_per_msg_us
-}
 
 # floor ENGINE: the kernel floor's server µs per message.
 floor() { "$new" floor --rooms "$rooms" --count "$count" --engine "$1" --json | field server_cpu_per_message_us; }
@@ -47,13 +32,13 @@ echo "$rooms rooms x $count, server --engine $engine, client $new --engine $ce; 
 for r in $(seq "$rounds"); do
 	if [ $((r % 2)) = 1 ]; then
 		fe=$(floor epoll)
-		a=$(run "$new" "${NEW_ARGS:-}")
-		b=$(run "$old")
+		a=$(server_run "$new" "${NEW_ARGS:-}")
+		b=$(server_run "$old")
 		fu=$(floor uring)
 	else
 		fu=$(floor uring)
-		b=$(run "$old")
-		a=$(run "$new" "${NEW_ARGS:-}")
+		b=$(server_run "$old")
+		a=$(server_run "$new" "${NEW_ARGS:-}")
 		fe=$(floor epoll)
 	fi
 	echo "$r $fe $fu $a $b $(cut -d' ' -f1 /proc/loadavg)" | awk '{

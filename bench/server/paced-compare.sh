@@ -19,12 +19,9 @@
 # costs less per message than a paced one (compare rounds at like loads).
 # 19,000 users need 19,000 open files on each side.
 set -eu
-if [ $# -ne 2 ]; then
-	echo "usage: paced-compare.sh NEW OLD (volanogo binaries)" >&2
-	exit 2
-fi
-new=$1
-old=$2
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+ab_args paced-compare.sh "$@"
 rooms=${ROOMS:-9500}
 users=${USERS:-2}
 pause=${PAUSE:-1s}
@@ -32,9 +29,6 @@ dur=${DURATION:-15s}
 rounds=${ROUNDS:-3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/paced-compare.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
-
-# shellcheck source=bench/lib.sh
-. "$(dirname "$0")/../lib.sh"
 
 # run BIN ARGS: one paced run's server µs per message against BIN's serve.
 run() {
