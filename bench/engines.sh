@@ -229,10 +229,13 @@ for size in $sizes; do
 			"$(awk -v r="$rooms" '$1 == r { print $6 }' "$tmp/floors" | span)" "$(awk -v r="$rooms" '$1 == r { print $7 }' "$tmp/floors" | span)"
 	fi
 	if [ "$uring_floor" = 1 ]; then
+		# per round: the io_uring floor over the epoll floor, and the uring
+		# runs' server CPU per message over the io_uring floor
+		uf=$(awk -v r="$rooms" '$1 == r && $8 > 0 { print $8 / $4 }' "$tmp/floors")
+		ur=$(awk -v r="$rooms" 'FNR == NR { if ($1 == r && $8 > 0) u[$2] = $8; next }
+			$1 == r && $3 ~ /^uring\// && ($2 in u) { print $6 / u[$2] }' "$tmp/floors" "$tmp/rows")
 		printf '%-6s %-22s %.2f (%s) of the epoll floor'"'"'s server CPU per message; uring server / io_uring floor %.2f (%s)\n' "$rooms" "io_uring floor" \
-			"$(awk -v r="$rooms" '$1 == r && $8 > 0 { print $8 / $4 }' "$tmp/floors" | med)" "$(awk -v r="$rooms" '$1 == r && $8 > 0 { print $8 / $4 }' "$tmp/floors" | span)" \
-			"$(awk -v r="$rooms" '$1 == r && $3 ~ /^uring\// { print $2, $7 }' "$tmp/rows" | sort -k1,1 >"$tmp/ur"; awk -v r="$rooms" '$1 == r && $8 > 0 { print $2, $8 / $4 }' "$tmp/floors" | sort -k1,1 | join - "$tmp/ur" | awk '{ print $3 / $2 }' | med)" \
-			"$(awk -v r="$rooms" '$1 == r && $8 > 0 { print $2, $8 / $4 }' "$tmp/floors" | sort -k1,1 | join - "$tmp/ur" | awk '{ print $3 / $2 }' | span)"
+			"$(echo "$uf" | med)" "$(echo "$uf" | span)" "$(echo "$ur" | med)" "$(echo "$ur" | span)"
 	fi
 done
 
