@@ -74,6 +74,16 @@ if [ -z "$uring_floor" ]; then
 	uring_floor=0
 	case " $SERVER_ENGINES " in *" uring "* | *" uring:"*) uring_floor=1 ;; esac
 fi
+# add_floor FILE: add the floor in FILE to the documents of this round's
+# runs at this size (r, rooms), beside the floor they already carry.
+add_floor() {
+	$havejq || return 0
+	for doc in "$out"/r"$r"-"$rooms"-*.json; do
+		[ -s "$doc" ] || continue
+		jq --slurpfile f "$1" '.environment.floor += $f' "$doc" >"$tmp/doc.json" && mv "$tmp/doc.json" "$doc"
+	done
+}
+
 # settle: wait (SETTLE seconds at most, default 65) until the TCP sockets
 # the last measurement left in TIME_WAIT are gone (under 500). They last
 # 60 s, and while 19,000 of them linger the floor at 475 rooms cost 1.6x
@@ -168,12 +178,7 @@ while [ "$r" -le "$rounds" ]; do
 		# shellcheck disable=SC2086 # FLOOR_ARGS are words
 		if [ "$uring_floor" = 1 ] && "$vg" floor --engine uring --rooms "$rooms" --count "$count" ${FLOOR_ARGS:-} --json >"$tmp/floor-uring.json" 2>"$tmp/floor.err"; then
 			uf=$(field server_cpu_per_message_us <"$tmp/floor-uring.json")
-			if $havejq; then
-				for doc in "$out"/r"$r"-"$rooms"-*.json; do
-					[ -s "$doc" ] || continue
-					jq --slurpfile f "$tmp/floor-uring.json" '.environment.floor += $f' "$doc" >"$tmp/doc.json" && mv "$tmp/doc.json" "$doc"
-				done
-			fi
+			add_floor "$tmp/floor-uring.json"
 		fi
 		fafter="" sd=1 cd=1
 		[ "$floor_after" = 1 ] && settle
@@ -187,12 +192,7 @@ while [ "$r" -le "$rounds" ]; do
 			sd=$(awk -v a="$fs0" -v b="$fs2" 'BEGIN { print b / a }') cd=$(awk -v a="$fc0" -v b="$fc2" 'BEGIN { print b / a }')
 			# The documents carry both readings: volanogo report's
 			# efficiency divides by their mean, as the lines below do.
-			if $havejq; then
-				for doc in "$out"/r"$r"-"$rooms"-*.json; do
-					[ -s "$doc" ] || continue
-					jq --slurpfile f "$tmp/floor-after.json" '.environment.floor += $f' "$doc" >"$tmp/doc.json" && mv "$tmp/doc.json" "$doc"
-				done
-			fi
+			add_floor "$tmp/floor-after.json"
 		fi
 		echo "$rooms $r $ft $fs $fc $sd $cd ${uf:-0}" >>"$tmp/floors"
 		if [ -n "$uf" ]; then
