@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -65,24 +64,6 @@ func TestURingNoGoroutinePerConnection(t *testing.T) {
 	assert.Equal(t, protocol.Confirm, nextChat(first).Type)
 }
 
-// lockedBuffer is a log sink for a test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestURingUnavailable: where the kernel refuses io_uring (simulated: the
 // ring's setup fails with EPERM, as with sysctl kernel.io_uring_disabled),
 // --engine uring fails at Start with the reason, and auto falls back to
@@ -100,7 +81,7 @@ func TestURingUnavailable(t *testing.T) {
 	assert.Contains(t, err.Error(), "kernel.io_uring_disabled")
 	assert.Nil(t, s.Addr(), "not listening")
 
-	var logs lockedBuffer
+	var logs syncBuffer
 	srv := startServer(t, Config{Engine: EngineAuto, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	assert.Equal(t, EngineEpoll, srv.Engine())
 	assert.Contains(t, logs.String(), `msg="engine auto: epoll"`)
@@ -113,7 +94,7 @@ func TestURingUnavailable(t *testing.T) {
 // TestEngineAuto: with io_uring available, auto is uring; the engine in
 // use is the configured one otherwise.
 func TestEngineAuto(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncBuffer
 	s := startServer(t, Config{Engine: EngineAuto, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	want := EngineURing
 	if engineUnavailable(EngineURing) != "" {
