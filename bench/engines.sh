@@ -84,22 +84,6 @@ add_floor() {
 	done
 }
 
-# settle: wait (SETTLE seconds at most, default 65) until the TCP sockets
-# the last measurement left in TIME_WAIT are gone (under 500). They last
-# 60 s, and while 19,000 of them linger the floor at 475 rooms cost 1.6x
-# per message (11.8 and 11.3 us with 19,000, 9.8 with 9,500, 7.1 once
-# they had gone, one after the other): a measurement right after a large
-# one pays for it. SETTLE=0 does not wait.
-settle_max=${SETTLE:-65}
-settle() {
-	w=0
-	while [ "$w" -lt "$settle_max" ]; do
-		n=$(ss -s 2>/dev/null | sed -n 's/.*timewait \([0-9]*\).*/\1/p')
-		[ -z "$n" ] || [ "$n" -lt 500 ] && return 0
-		sleep 1
-		w=$((w + 1))
-	done
-}
 havejq=false
 if command -v jq >/dev/null 2>&1; then
 	havejq=true

@@ -45,13 +45,31 @@ ab_args() {
 	old=$3
 }
 
+# settle: wait (SETTLE seconds at most, default 65) until the TCP sockets
+# the last measurement left in TIME_WAIT are gone (under 500). They last
+# 60 s, and while 19,000 of them linger the floor at 475 rooms cost 1.6x
+# per message (11.8 and 11.3 us with 19,000, 9.8 with 9,500, 7.1 once
+# they had gone, one after the other): a measurement right after a large
+# one pays for it. SETTLE=0 does not wait.
+settle() {
+	w=0
+	while [ "$w" -lt "${SETTLE:-65}" ]; do
+		n=$(ss -s 2>/dev/null | sed -n 's/.*timewait \([0-9]*\).*/\1/p')
+		[ -z "$n" ] || [ "$n" -lt 500 ] && return 0
+		sleep 1
+		w=$((w + 1))
+	done
+}
+
 # server_run BIN ARGS...: one turn-taking run's server µs per message
 # against a fresh `BIN serve --engine $engine ARGS`, loaded by
-# `$new load --engine $ce`, $rooms rooms x $count.
+# `$new load --engine $ce`, $rooms rooms x $count, once the last
+# measurement's TIME_WAIT sockets have gone (settle).
 # shellcheck disable=SC2154 # the sourcing script sets them
 server_run() {
 	bin=$1
 	shift
+	settle
 	"$new" load --server-cmd "$bin serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $engine $*" \
 		-rooms "$rooms" -count "$count" -runs 1 --engine "$ce" --json --quiet -file "" 2>/dev/null |
 		field server_cpu_per_msg_us

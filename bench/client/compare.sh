@@ -16,6 +16,8 @@
 # NEW and OLD are volanogo binaries (go build -o ... ./cmd/volanogo at each
 # commit). LOAD_ARGS goes to the first build's load only; CLIENT_ENGINE is
 # both loads' --engine (epoll), ENGINE the server's (epoll).
+# Each floor and run first waits for the last one's TIME_WAIT sockets to
+# go (lib.sh's settle; SETTLE=0 does not wait).
 set -eu
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -33,6 +35,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 run() {
 	bin=$1
 	shift
+	settle
 	# shellcheck disable=SC2068 # ARGS are words
 	"$bin" load --server-cmd "$new serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine $engine" \
 		-rooms "$rooms" -count "$count" -runs 1 --engine "$ce" --json --quiet -file "" $@ 2>/dev/null >"$tmp/run.json" || true
@@ -42,6 +45,7 @@ run() {
 echo "$rooms rooms x $count, server $new --engine $engine, clients --engine $ce; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$tmp/rows"
 for r in $(seq "$rounds"); do
+	settle
 	f=$("$new" floor --rooms "$rooms" --count "$count" --json | field client_cpu_per_message_us)
 	if [ $((r % 2)) = 1 ]; then
 		a=$(run "$new" "${LOAD_ARGS:-}")

@@ -15,6 +15,8 @@
 # NEW and OLD are volanogo binaries (go build -o ... ./cmd/volanogo at each
 # commit). SERVE_ARGS goes to the first build's serve only; ENGINE is the
 # server engine (epoll).
+# Each floor and run first waits for the last one's TIME_WAIT sockets to
+# go (lib.sh's settle; SETTLE=0 does not wait).
 set -eu
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -30,6 +32,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 echo "$rooms rooms x $count, client $new --engine $ce, server --engine $engine; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$tmp/rows"
 for r in $(seq "$rounds"); do
+	settle
 	f=$("$new" floor --rooms "$rooms" --count "$count" --json | field server_cpu_per_message_us)
 	if [ $((r % 2)) = 1 ]; then
 		a=$(server_run "$new" "${SERVE_ARGS:-}")

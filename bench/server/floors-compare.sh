@@ -15,6 +15,8 @@
 #
 # NEW and OLD are volanogo binaries; ENGINE is the servers' engine (uring),
 # CLIENT_ENGINE the client's (epoll), NEW_ARGS more flags for NEW's serve.
+# Each floor and run first waits for the last one's TIME_WAIT sockets to
+# go (lib.sh's settle; SETTLE=0 does not wait).
 set -eu
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -26,7 +28,10 @@ engine=${ENGINE:-uring}
 ce=${CLIENT_ENGINE:-epoll}
 
 # floor ENGINE: the kernel floor's server µs per message.
-floor() { "$new" floor --rooms "$rooms" --count "$count" --engine "$1" --json | field server_cpu_per_message_us; }
+floor() {
+	settle
+	"$new" floor --rooms "$rooms" --count "$count" --engine "$1" --json | field server_cpu_per_message_us
+}
 
 echo "$rooms rooms x $count, server --engine $engine, client $new --engine $ce; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do

@@ -18,6 +18,8 @@
 # loaded machine still reports its CPU, though it batches then, and so
 # costs less per message than a paced one (compare rounds at like loads).
 # 19,000 users need 19,000 open files on each side.
+# Each floor and run first waits for the last one's TIME_WAIT sockets to
+# go (lib.sh's settle; SETTLE=0 does not wait).
 set -eu
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -34,6 +36,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 run() {
 	bin=$1
 	shift
+	settle
 	"$new" load --server-cmd "$bin serve --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0 --engine epoll $*" \
 		-rooms "$rooms" -users "$users" -pause "$pause" -count 0 --duration "$dur" --slo 10m -runs 1 \
 		--engine epoll --json --quiet -file "" 2>/dev/null | field server_cpu_per_msg_us
@@ -42,6 +45,7 @@ run() {
 echo "paced: $rooms rooms x $users, a chat every $pause each, $dur; client $new --engine epoll; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$tmp/rows"
 for r in $(seq "$rounds"); do
+	settle
 	f=$("$new" floor --rooms "$rooms" --users "$users" --pause "$pause" --duration "$dur" --json 2>/dev/null | field server_cpu_per_message_us)
 	if [ $((r % 2)) = 1 ]; then
 		a=$(run "$new" "${SERVE_ARGS:-}")
