@@ -220,3 +220,34 @@ func TestURingChunkedBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestURingHeldJoinsWithChat: a connection holding the last round's
+// confirm joins the round's batch when the next chat for it is queued,
+// beside that chat's other receivers, with both packets in one send; one
+// that no chat took stays held (flushBatch sends it at the round's end).
+func TestURingHeldJoinsWithChat(t *testing.T) {
+	s := &Server{cfg: Config{SendBuffer: 1 << 16}}
+	l := &urLoop{s: s}
+	mk := func() *conn {
+		c := &conn{s: s, fd: 100}
+		c.ur = &urSock{c: c, loop: l, slot: -1}
+		return c
+	}
+	sender, idle, a, b := mk(), mk(), mk(), mk()
+	l.queueSend(sender, []byte("confirm1"), true)
+	l.queueSend(idle, []byte("confirm2"), true)
+	// the round's end, holding: no sends yet, both held
+	l.flushBatch(true)
+	require.Empty(t, l.batch)
+	require.Len(t, l.held, 2)
+	// the next round: a chat for a, sender and b
+	l.queueSend(a, []byte("chat"), false)
+	l.queueSend(sender, []byte("chat"), false)
+	l.queueSend(b, []byte("chat"), false)
+	assert.Equal(t, []*conn{a, sender, b}, l.batch, "the held connection in the chat's place")
+	assert.Equal(t, "confirm1chat", string(sender.ur.bout), "one send: the confirm, then the chat")
+	assert.False(t, sender.ur.holding)
+	// the confirm no chat took: still held, for flushBatch to send last
+	assert.True(t, idle.ur.holding)
+	assert.Equal(t, 8, idle.inflight)
+}
