@@ -66,11 +66,11 @@ count.
 
 Engines (--engine): goroutine (the default) serves each TCP connection with
 its own goroutine; epoll (Linux) serves them from a few event loops
-(--loops; by default one per processor but one, at least one), each waiting
+(--loops; by default one per processor), each waiting
 in epoll_wait, with no goroutine per connection: the same relay order, send
 buffer, slow-consumer close, limits, deadlines and metrics, in less memory
 per connection. uring (Linux 5.11 or later) serves them from io_uring rings
-instead, one per loop: receives complete without a readiness report, and
+instead, one per loop (by default one per processor but one): receives complete without a readiness report, and
 the chats of a round go to all of their rooms in one system call; if the kernel refuses
 io_uring (too old, sysctl kernel.io_uring_disabled, a seccomp filter) serve
 fails at start and says why. auto takes uring if it starts, else epoll,
@@ -135,7 +135,7 @@ ends it at once.`,
 	f.StringArrayVar(&o.wsOrigins, "ws-origin", nil, "Origin a browser may open a WebSocket from (repeatable; * allows any; default: same host only)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.engine, "engine", server.EngineGoroutine, "how TCP connections are served: goroutine (one each), epoll (Linux: event loops), uring (Linux: io_uring rings) or auto (uring, else epoll, else goroutine); WebSocket always uses goroutines")
-	f.IntVar(&o.loops, "loops", 0, "event loops (rings) of the epoll and uring engines (0: one per processor but one, at least one)")
+	f.IntVar(&o.loops, "loops", 0, "event loops (rings) of the epoll and uring engines (0: epoll one per processor, uring one per processor but one, at least one)")
 	f.DurationVar(&o.coalesce, "coalesce", 0, "--engine epoll: after a wake-up with few events, a loop waits this long (at most 10ms) before it looks for more, so that chats arriving one at a time are taken together: fewer wake-ups for up to this much more latency (0: no wait)")
 	return cmd
 }

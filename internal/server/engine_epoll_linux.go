@@ -281,9 +281,13 @@ func (s *Server) startEngine() *evEngine {
 	}
 	n := s.cfg.Loops
 	if n <= 0 {
-		// One P is the rest of the process's (holdProcs): so many loops
-		// leave GOMAXPROCS as it is.
-		n = max(baseProcs()-1, 1)
+		// One per processor: each loop keeps its P while it waits
+		// (holdProcs raises GOMAXPROCS by one for the rest of the
+		// process). Measured on 2 processors, two loops cost the server
+		// about what one did per message but took a quarter off the
+		// client's CPU at 475 and 950 rooms (its reads come in fuller
+		// batches) and carried 11% more msg/s at 950 rooms.
+		n = baseProcs()
 	}
 	full := 4 * time.Second
 	for _, d := range []time.Duration{s.cfg.IdleTimeout, writeStall} {

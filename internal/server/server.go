@@ -199,9 +199,9 @@ type Config struct {
 	// else epoll, else goroutine; Server.Engine tells which). WebSocket
 	// connections are served by goroutines on every engine.
 	Engine string
-	// Loops is the epoll and uring engines' event loops (default: one per
-	// processor but one, at least one; GOMAXPROCS is raised to the loops
-	// plus one while they run).
+	// Loops is the epoll and uring engines' event loops (default: epoll
+	// one per processor, uring one per processor but one, at least one;
+	// GOMAXPROCS is raised to the loops plus one while they run).
 	Loops int
 	// Coalesce (the epoll engine) is how long a loop waits, after a round
 	// of few events, before it looks for more: the events of that time
