@@ -45,15 +45,19 @@ ab_args() {
 	old=$3
 }
 
-# settle: wait (SETTLE seconds at most, default 65) until the TCP sockets
-# the last measurement left in TIME_WAIT are gone (under 500). They last
-# 60 s, and while 19,000 of them linger the floor at 475 rooms cost 1.6x
-# per message (11.8 and 11.3 us with 19,000, 9.8 with 9,500, 7.1 once
-# they had gone, one after the other): a measurement right after a large
-# one pays for it. SETTLE=0 does not wait.
+# settle: wait (SETTLE seconds at most, default 5) until the TCP sockets
+# the last measurement left in TIME_WAIT are gone (under 500); after a
+# large run, a pause of SETTLE seconds. They last 60 s, and the wait was
+# that long, on one quiet reading of the floor at 475 rooms 1.6x dearer
+# while 19,000 lingered; but bench/timewait.sh, reading the floor with and
+# without 28,500 of them in alternation (3 rounds each), found them 1.03
+# (server) and 1.04 (client) times as dear read at once, 0.88 and 0.90
+# five seconds later: within the 10 to 15% that two floors read one
+# after the other differ by. SETTLE=65 waits for them to go, SETTLE=0
+# does not wait.
 settle() {
 	w=0
-	while [ "$w" -lt "${SETTLE:-65}" ]; do
+	while [ "$w" -lt "${SETTLE:-5}" ]; do
 		n=$(ss -s 2>/dev/null | sed -n 's/.*timewait \([0-9]*\).*/\1/p')
 		[ -z "$n" ] || [ "$n" -lt 500 ] && return 0
 		sleep 1

@@ -15,8 +15,8 @@
 # NEW and OLD are volanogo binaries (go build -o ... ./cmd/volanogo at each
 # commit). SERVE_ARGS goes to the first build's serve only; ENGINE is the
 # server engine (epoll).
-# Each floor and run first waits for the last one's TIME_WAIT sockets to
-# go (lib.sh's settle; SETTLE=0 does not wait).
+# Each floor and run first pauses for the last one's TIME_WAIT sockets
+# (lib.sh's settle: 5 s at most; SETTLE=0 does not pause).
 set -eu
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/../lib.sh"

@@ -15,8 +15,8 @@
 #
 # NEW and OLD are volanogo binaries; ENGINE is the servers' engine (uring),
 # CLIENT_ENGINE the client's (epoll), NEW_ARGS more flags for NEW's serve.
-# Each floor and run first waits for the last one's TIME_WAIT sockets to
-# go (lib.sh's settle; SETTLE=0 does not wait).
+# Each floor and run first pauses for the last one's TIME_WAIT sockets
+# (lib.sh's settle: 5 s at most; SETTLE=0 does not pause).
 set -eu
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/../lib.sh"

@@ -18,8 +18,8 @@
 # loaded machine still reports its CPU, though it batches then, and so
 # costs less per message than a paced one (compare rounds at like loads).
 # 19,000 users need 19,000 open files on each side.
-# Each floor and run first waits for the last one's TIME_WAIT sockets to
-# go (lib.sh's settle; SETTLE=0 does not wait).
+# Each floor and run first pauses for the last one's TIME_WAIT sockets
+# (lib.sh's settle: 5 s at most; SETTLE=0 does not pause).
 set -eu
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/../lib.sh"
