@@ -37,6 +37,7 @@ type serveOptions struct {
 	logLevel                        string
 	engine                          string
 	loops                           int
+	loopFill                        int
 	coalesce                        time.Duration
 }
 
@@ -70,8 +71,10 @@ its own goroutine; epoll (Linux) serves them from a few event loops
 in epoll_wait, with no goroutine per connection: the same relay order, send
 buffer, slow-consumer close, limits, deadlines and metrics, in less memory
 per connection. uring (Linux 5.11 or later) serves them from io_uring rings
-instead, one per loop (by default one per processor but one): receives complete without a readiness report, and
-the chats of a round go to all of their rooms in one system call; if the kernel refuses
+instead, one per loop: receives complete without a readiness report, and
+the chats of a round go to all of their rooms in one system call; a ring
+takes 8192 connections before the next gets any (--loop-fill), so that a
+small server's rounds stay on one ring; if the kernel refuses
 io_uring (too old, sysctl kernel.io_uring_disabled, a seccomp filter) serve
 fails at start and says why. auto takes uring if it starts, else epoll,
 else goroutine, and logs which and why. WebSocket connections are always
@@ -135,7 +138,8 @@ ends it at once.`,
 	f.StringArrayVar(&o.wsOrigins, "ws-origin", nil, "Origin a browser may open a WebSocket from (repeatable; * allows any; default: same host only)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.engine, "engine", server.EngineGoroutine, "how TCP connections are served: goroutine (one each), epoll (Linux: event loops), uring (Linux: io_uring rings) or auto (uring, else epoll, else goroutine); WebSocket always uses goroutines")
-	f.IntVar(&o.loops, "loops", 0, "event loops (rings) of the epoll and uring engines (0: epoll one per processor, uring one per processor but one, at least one)")
+	f.IntVar(&o.loops, "loops", 0, "event loops (rings) of the epoll and uring engines (0: one per processor)")
+	f.IntVar(&o.loopFill, "loop-fill", 0, "connections a loop (ring) takes before new ones go to the next; once all have as many, to the one with fewest (0: epoll 1, an even spread; uring 8192)")
 	f.DurationVar(&o.coalesce, "coalesce", 0, "--engine epoll: after a wake-up with few events, a loop waits this long (at most 10ms) before it looks for more, so that chats arriving one at a time are taken together: fewer wake-ups for up to this much more latency (0: no wait)")
 	return cmd
 }
@@ -196,6 +200,9 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 	if o.loops < 0 {
 		return &UsageError{Err: fmt.Errorf("--loops must not be negative (got %d)", o.loops)}
 	}
+	if o.loopFill < 0 {
+		return &UsageError{Err: fmt.Errorf("--loop-fill must not be negative (got %d)", o.loopFill)}
+	}
 	switch {
 	case o.coalesce < 0 || o.coalesce > server.MaxCoalesce:
 		return &UsageError{Err: fmt.Errorf("--coalesce must be between 0 and %v (got %v)", server.MaxCoalesce, o.coalesce)}
@@ -214,7 +221,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		HandshakeTimeout: o.handshakeTimeout, DrainTimeout: o.drainTimeout,
 		SendBuffer: o.sendBuffer, SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: o.maxPacket,
 		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: o.roomListMax,
-		RequestRate: offIfZero(o.requestRate), Engine: o.engine, Loops: o.loops, Coalesce: o.coalesce, Logger: logger,
+		RequestRate: offIfZero(o.requestRate), Engine: o.engine, Loops: o.loops, LoopFill: o.loopFill, Coalesce: o.coalesce, Logger: logger,
 	})
 	if err != nil {
 		return &UsageError{Err: err}

@@ -128,6 +128,8 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--coalesce", "1ms"}, 2, "--coalesce: only with --engine epoll (got goroutine)"},
 		{[]string{"serve", "--engine", "epoll", "--coalesce", "11ms"}, 2, "--coalesce must be between 0 and 10ms (got 11ms)"},
 		{[]string{"serve", "--engine", "epoll", "--coalesce=-1ms"}, 2, "--coalesce must be between 0 and 10ms"},
+		{[]string{"serve", "--engine", "epoll", "--loops=-1"}, 2, "--loops must not be negative (got -1)"},
+		{[]string{"serve", "--engine", "uring", "--loop-fill=-1"}, 2, "--loop-fill must not be negative (got -1)"},
 	} {
 		code, _, errOut := run(t, tc.args...)
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"math"
@@ -11,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -188,7 +188,7 @@ func (k *evSock) attachConn(c *conn) {
 	k.remote = nil // c.remote has it
 	c.s.mu.Lock()
 	if e := c.s.ev; e != nil {
-		k.loop = e.loops[int(e.next.Add(1))%len(e.loops)]
+		k.loop = pickLoop(e.loops, e.fill)
 	}
 	c.s.mu.Unlock()
 }
@@ -218,13 +218,14 @@ func (k *evSock) post() {
 // evEngine is a server's event loops.
 type evEngine struct {
 	loops    []*evLoop
-	next     atomic.Uint32
+	fill     int // Config.LoopFill, or the engine's default
 	wg       sync.WaitGroup
 	reserved int // loops counted in procs
 }
 
 // evLoop is one event loop: an epoll instance and its connections.
 type evLoop struct {
+	loopShare
 	s            *Server
 	epfd, wakefd int
 	tick         time.Duration
@@ -301,7 +302,7 @@ func (s *Server) startEngine() *evEngine {
 		tick = min(tick, max(d/8, 5*time.Millisecond))
 	}
 	fullEvery := max(int(full/tick), 1)
-	e := &evEngine{}
+	e := &evEngine{fill: cmp.Or(s.cfg.LoopFill, epollLoopFill)}
 	for range n {
 		l, err := newEvLoop(s, tick, fullEvery)
 		if err != nil {
@@ -413,6 +414,7 @@ func (s *Server) serveConn(c *conn) {
 	if s.cfg.AccessTimeout > 0 {
 		k.accessBy = time.Now().Add(s.cfg.AccessTimeout).UnixNano()
 	}
+	k.loop.conns.Add(1) // before a close may release it
 	k.state.Store(sockAttached)
 	k.post()
 }
@@ -886,6 +888,7 @@ func (l *evLoop) release(c *conn) {
 	k.slot = -1
 	k.held = nil
 	l.open--
+	l.conns.Add(-1)
 	c.finish()
 	l.pool.giveBack(c)
 }

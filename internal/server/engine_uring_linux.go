@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -239,7 +239,7 @@ func (k *urSock) attachConn(c *conn) {
 	k.remote = nil // c.remote has it
 	c.s.mu.Lock()
 	if e := c.s.ur; e != nil {
-		k.loop = e.loops[int(e.next.Add(1))%len(e.loops)]
+		k.loop = pickLoop(e.loops, e.fill)
 	}
 	c.s.mu.Unlock()
 }
@@ -271,13 +271,14 @@ func (k *urSock) post() {
 // urEngine is a server's rings.
 type urEngine struct {
 	loops    []*urLoop
-	next     atomic.Uint32
+	fill     int // Config.LoopFill, or the engine's default
 	wg       sync.WaitGroup
 	reserved int // Ps counted in holdProcs
 }
 
 // urLoop is one ring and its connections.
 type urLoop struct {
+	loopShare
 	s    *Server
 	ring *uring.Ring
 	bufs *uring.BufRing // multishot receives' buffers; nil: a recv per connection, into its own buffer
@@ -329,10 +330,12 @@ func (s *Server) startURing() error {
 	}
 	n := s.cfg.Loops
 	if n <= 0 {
-		// as the epoll engine: one P is the rest of the process's
-		n = max(baseProcs()-1, 1)
+		// One per processor, as the epoll engine; filled one after
+		// the other (uringLoopFill), so that a small server's
+		// connections share one.
+		n = baseProcs()
 	}
-	e := &urEngine{}
+	e := &urEngine{fill: cmp.Or(s.cfg.LoopFill, uringLoopFill)}
 	for range n {
 		l := &urLoop{s: s, tick: engineTick(&s.cfg), wakefd: -1}
 		ready := make(chan error, 1)
@@ -452,6 +455,7 @@ func (s *Server) urServe(c *conn) {
 	if s.cfg.AccessTimeout > 0 {
 		k.accessBy = time.Now().Add(s.cfg.AccessTimeout).UnixNano()
 	}
+	k.loop.conns.Add(1) // before a close may release it
 	k.state.Store(sockAttached)
 	k.post()
 }
@@ -1089,6 +1093,7 @@ func (l *urLoop) release(c *conn) {
 	k.held = nil
 	k.rbuf, k.rdata = nil, nil
 	l.open--
+	l.conns.Add(-1)
 	c.finish()
 	l.pool.giveBack(c)
 }

@@ -199,10 +199,17 @@ type Config struct {
 	// else epoll, else goroutine; Server.Engine tells which). WebSocket
 	// connections are served by goroutines on every engine.
 	Engine string
-	// Loops is the epoll and uring engines' event loops (default: epoll
-	// one per processor, uring one per processor but one, at least one;
-	// GOMAXPROCS is raised to the loops plus one while they run).
+	// Loops is the epoll and uring engines' event loops (default: one
+	// per processor; GOMAXPROCS is raised to the loops plus one while
+	// they run).
 	Loops int
+	// LoopFill is how many connections a loop of the epoll and uring
+	// engines takes before new ones go to the next loop; once every loop
+	// has that many, each goes to the loop with the fewest. 1 spreads
+	// them evenly (the epoll engine's default); the uring engine's
+	// default, 8192, keeps a server of fewer connections on one ring,
+	// whose rounds then carry more of each chat's sends.
+	LoopFill int
 	// Coalesce (the epoll engine) is how long a loop waits, after a round
 	// of few events, before it looks for more: the events of that time
 	// then come in one wake-up, as a network card's interrupt moderation
@@ -297,6 +304,9 @@ func (c *Config) check() error {
 	}
 	if c.Loops < 0 {
 		return fmt.Errorf("loops must not be negative (got %d)", c.Loops)
+	}
+	if c.LoopFill < 0 {
+		return fmt.Errorf("loop fill must not be negative (got %d)", c.LoopFill)
 	}
 	if c.Coalesce < 0 || c.Coalesce > MaxCoalesce {
 		return fmt.Errorf("coalesce must be between 0 and %v (got %v)", MaxCoalesce, c.Coalesce)
