@@ -41,8 +41,13 @@ for r in $(seq "$rounds"); do
 		b=$(server_run "$old")
 		a=$(server_run "$new" "${SERVE_ARGS:-}")
 	fi
+	if [ -z "$f" ] || [ -z "$a" ] || [ -z "$b" ]; then
+		echo "round $r: a run gave no figure (floor '$f', new '$a', old '$b')"
+		continue
+	fi
 	echo "$f $a $b" | awk '{ print $2 / $1, $3 / $1 }' >>"$tmp/rows"
 	echo "$f $a $b" | awk -v r="$r" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
 		'{ printf "round %s: floor %.2f us; new %.2f us, %.3f; old %.2f us, %.3f; new/old %.3f (load %s)\n", r, $1, $2, $2 / $1, $3, $3 / $1, $2 / $3, l }'
 done
+[ -s "$tmp/rows" ] || exit 1
 echo "server CPU per message, $(abstat "$tmp/rows") (load average $(cut -d' ' -f1-3 /proc/loadavg))"

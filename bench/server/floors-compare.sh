@@ -46,6 +46,10 @@ for r in $(seq "$rounds"); do
 		a=$(server_run "$new" "${NEW_ARGS:-}")
 		fe=$(floor epoll)
 	fi
+	if [ -z "$fe" ] || [ -z "$fu" ] || [ -z "$a" ] || [ -z "$b" ]; then
+		echo "round $r: a run gave no figure (floors epoll '$fe', uring '$fu'; new '$a', old '$b')"
+		continue
+	fi
 	echo "$r $fe $fu $a $b $(cut -d' ' -f1 /proc/loadavg)" | awk '{
 		printf "round %s: floors epoll %.2f us, uring %.2f (u/e %.3f); new %.2f us: /uring %.3f, /epoll %.3f; old %.2f us: /uring %.3f, /epoll %.3f; new/old %.3f (load %s)\n",
 			$1, $2, $3, $3 / $2, $4, $4 / $3, $4 / $2, $5, $5 / $3, $5 / $2, $4 / $5, $6 }'
