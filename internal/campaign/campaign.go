@@ -105,10 +105,6 @@ func Run(ctx context.Context, cfg Config, sink Sink) (*Result, error) {
 	}
 	Environment()
 	res := &Result{}
-	floors, err := cfg.measureFloors(ctx)
-	if err != nil {
-		return res, err
-	}
 	failed, interrupted := false, false
 	cpuList := cfg.ServerCPUs
 	if len(cpuList) == 0 {
@@ -118,6 +114,10 @@ func Run(ctx context.Context, cfg Config, sink Sink) (*Result, error) {
 	first := true
 steps:
 	for _, rooms := range cfg.Steps {
+		floor, err := cfg.measureFloor(ctx, rooms)
+		if err != nil {
+			return res, err
+		}
 		for _, cpus := range cpuList {
 			var docs []*results.Document
 			stop := false
@@ -138,8 +138,8 @@ steps:
 					return res, err
 				}
 				doc.Step, doc.Run, doc.Discarded = rooms, run, info.Discarded && many
-				if len(floors) > 0 {
-					doc.Environment.Floor = floors
+				if floor != nil {
+					doc.Environment.Floor = []results.Floor{*floor}
 				}
 				if err := sink.RunDone(info, doc); err != nil {
 					return res, err
@@ -177,28 +177,21 @@ steps:
 	return res, nil
 }
 
-// measureFloors measures the floor at each step's room count (Config.Floor).
-func (c *Config) measureFloors(ctx context.Context) ([]results.Floor, error) {
+// measureFloor measures the floor at a step's room count (Config.Floor)
+// just before the step's runs, so that a long sweep's last step is not
+// measured against a floor read long before it; nil without Config.Floor.
+func (c *Config) measureFloor(ctx context.Context, rooms int) (*results.Floor, error) {
 	if c.Floor == nil {
 		return nil, nil
 	}
-	var floors []results.Floor
-	seen := map[int]bool{}
-	for _, rooms := range c.Steps {
-		if seen[rooms] {
-			continue
+	f, err := c.Floor(ctx, rooms, c.Spec.Users)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrInterrupted
 		}
-		seen[rooms] = true
-		f, err := c.Floor(ctx, rooms, c.Spec.Users)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ErrInterrupted
-			}
-			return nil, fmt.Errorf("--floor: %w", err)
-		}
-		floors = append(floors, f)
+		return nil, fmt.Errorf("--floor: %w", err)
 	}
-	return floors, nil
+	return &f, nil
 }
 
 // summarize applies the Volano Report's rule (results.DefaultRunRule; the

@@ -115,10 +115,10 @@ type Config struct {
 	// that fits stays in this process.
 	SplitWhenNeeded bool
 	// Floor, when set, measures this machine's kernel floor (load
-	// --floor): Run calls it once per step's room count, before the first
-	// run, and records what it returns in every document's environment
-	// (results.Environment.Floor). An error stops the campaign before its
-	// runs.
+	// --floor): Run calls it before each step's runs, at the step's room
+	// count, and records what it returns in the environment of the step's
+	// documents (results.Environment.Floor). An error stops the campaign
+	// there: before any run when the first step's floor fails.
 	Floor func(ctx context.Context, rooms, users int) (results.Floor, error)
 	// ShardCommand is the argv of a shard process (default: this
 	// executable and "shard"), which reads its spec on its standard input

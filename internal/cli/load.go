@@ -238,7 +238,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.DurationVar(&o.clientTimeout, "client-timeout", campaign.DefaultClientTimeout, "--client-cmd: stop a client still running after this long (the original Mark never gives up)")
 	f.IntVar(&o.runs, "runs", 0, "runs per step (default 1; 4 for turn-taking with --serve or --server-cmd)")
 	f.IntVar(&o.discard, "discard", results.DefaultRunRule.Discard, "runs not counted at the start of each step")
-	f.BoolVar(&o.floor, "floor", false, "first measure this machine's kernel floor at each step's rooms (as 'volanogo floor') and record it in every result document, for 'volanogo report''s efficiency")
+	f.BoolVar(&o.floor, "floor", false, "before each step, measure this machine's kernel floor at its rooms (as 'volanogo floor') and record it in the step's result documents, for 'volanogo report''s efficiency")
 	f.BoolVar(&o.json, "json", false, "print one JSON line at the end on standard output: score, msg/s, CPU per message, failures, verdict (the text then goes to standard error)")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
 	f.BoolVar(&o.progress, "progress", false, "progress on stderr even when it is not a terminal")
