@@ -31,4 +31,5 @@ func (c *conn) evWantOut()         {}
 
 func (s *Server) engineAccept(ln net.Listener) func() (net.Conn, error) { return ln.Accept }
 func (s *Server) stopEngine()                                           {}
+func (s *Server) loopConns() []int32                                    { return nil }
 func (s *Server) serveConn(c *conn)                                     { go c.serve() }

@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,9 +41,9 @@ func TestPickLoop(t *testing.T) {
 
 // TestLoopFill: on both event-loop engines, connections fill a loop up
 // to Config.LoopFill before the next gets any, each engine's default is
-// as documented (epoll spreads them, uring fills a ring 8192 deep), and a
-// loop's count falls back as its connections close, whether or not they
-// got past the Access.
+// as documented (epoll spreads them, uring fills a ring 8192 deep), the
+// metrics show each loop's connections, and a loop's count falls back as
+// its connections close, whether or not they got past the Access.
 func TestLoopFill(t *testing.T) {
 	for _, tc := range []struct {
 		engine string
@@ -88,6 +90,11 @@ func TestLoopFill(t *testing.T) {
 				return sum == 6
 			})
 			assert.Equal(t, tc.want, counts())
+			expected := "# HELP volanogo_loop_connections Connections each event loop (ring) of the epoll or uring engine holds, by loop (none on the goroutine engine).\n# TYPE volanogo_loop_connections gauge\n"
+			for i, n := range tc.want {
+				expected += fmt.Sprintf("volanogo_loop_connections{loop=\"%d\"} %d\n", i, n)
+			}
+			assert.NoError(t, testutil.GatherAndCompare(s.Registry(), strings.NewReader(expected), "volanogo_loop_connections"))
 			for _, c := range cs {
 				require.NoError(t, c.c.Close())
 			}
@@ -104,4 +111,15 @@ func TestLoopFill(t *testing.T) {
 			assert.Equal(t, int32(1), counts()[0], "a new connection fills the first loop again")
 		})
 	}
+}
+
+// TestLoopConnectionsMetricGoroutine: the goroutine engine has no loops,
+// so no volanogo_loop_connections series.
+func TestLoopConnectionsMetricGoroutine(t *testing.T) {
+	s := startServer(t, Config{Engine: EngineGoroutine})
+	c := dial(t, s)
+	c.access("Fill")
+	n, err := testutil.GatherAndCount(s.Registry(), "volanogo_loop_connections")
+	require.NoError(t, err)
+	assert.Zero(t, n)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -152,6 +153,9 @@ var (
 	// descCoalesce is Config.Coalesce, which changes what a run measures
 	// (fewer wake-ups, more latency): volanogo load records it too.
 	descCoalesce = prometheus.NewDesc("volanogo_server_coalesce_seconds", "How long an epoll loop waits after a round of few events before it looks for more (serve --coalesce; 0: no wait).", nil, nil)
+	// descLoopConns shows how the connections are spread over the event
+	// loops (serve --loops, --loop-fill).
+	descLoopConns = prometheus.NewDesc("volanogo_loop_connections", "Connections each event loop (ring) of the epoll or uring engine holds, by loop (none on the goroutine engine).", []string{"loop"}, nil)
 )
 
 // version is the server's version for volanogo_server_info: the build's,
@@ -166,7 +170,9 @@ func version() string {
 type collector struct {
 	c *counters
 	// engine is the engine in use (Server.Engine), read at each scrape.
-	engine   func() string
+	engine func() string
+	// loops is each event loop's connections, read at each scrape.
+	loops    func() []int32
 	version  string
 	coalesce time.Duration
 }
@@ -174,7 +180,7 @@ type collector struct {
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descReqRefused, descAcceptErrors,
 		descRooms, descUsers, descPacketsIn, descPacketsOut, descBytesIn, descBytesOut, descChats,
-		descDeliveries, descPrivate, descSlow, descInfo, descCoalesce} {
+		descDeliveries, descPrivate, descSlow, descInfo, descCoalesce, descLoopConns} {
 		ch <- d
 	}
 }
@@ -218,14 +224,19 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descSlow, c.closed[ReasonSlowConsumer].Load())
 	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, k.engine(), k.version)
 	ch <- prometheus.MustNewConstMetric(descCoalesce, prometheus.GaugeValue, k.coalesce.Seconds())
+	if k.loops != nil {
+		for i, n := range k.loops() {
+			gauge(descLoopConns, int64(n), strconv.Itoa(i))
+		}
+	}
 }
 
 // register adds the server's collectors, plus the Go and process
-// collectors, to reg; engine says the engine in use, coalesce its
-// Config.Coalesce.
-func (c *counters) register(reg prometheus.Registerer, engine func() string, coalesce time.Duration) error {
+// collectors, to reg; engine says the engine in use, loops its event
+// loops' connections, coalesce its Config.Coalesce.
+func (c *counters) register(reg prometheus.Registerer, engine func() string, loops func() []int32, coalesce time.Duration) error {
 	for _, col := range []prometheus.Collector{
-		collector{c: c, engine: engine, version: version(), coalesce: coalesce},
+		collector{c: c, engine: engine, loops: loops, version: version(), coalesce: coalesce},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -408,7 +408,7 @@ func New(cfg Config) (*Server, error) {
 	for _, name := range cfg.Rooms {
 		s.addRoomLocked(name, true, "")
 	}
-	if err := s.counters.register(cfg.Registry, s.Engine, cfg.Coalesce); err != nil {
+	if err := s.counters.register(cfg.Registry, s.Engine, s.loopConns, cfg.Coalesce); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return s, nil
