@@ -61,19 +61,7 @@ func TestLoopFill(t *testing.T) {
 				t.Skip(why)
 			}
 			s := startServer(t, Config{Engine: tc.engine, Loops: 2, LoopFill: tc.fill})
-			counts := func() []int32 {
-				var n []int32
-				if s.ur != nil {
-					for _, l := range s.ur.loops {
-						n = append(n, l.conns.Load())
-					}
-					return n
-				}
-				for _, l := range s.ev.loops {
-					n = append(n, l.conns.Load())
-				}
-				return n
-			}
+			counts := s.loopConns
 			var cs []*client
 			for i := range 6 {
 				c := dial(t, s)
