@@ -6,15 +6,15 @@ import (
 )
 
 // loopShare counts a loop's connections (epoll or uring engine): from
-// their hand-over to it (evServe, urServe) to its release of them.
+// their hand-over to it (serveConn, urServe) to its release of them.
 type loopShare struct{ conns atomic.Int32 }
 
 func (s *loopShare) share() *loopShare { return s }
 
-// Default Config.LoopFill per engine. An epoll loop's cost per message
-// does not depend on how many connections it has; a ring's does: its
-// round sends a chat's copies in one io_uring_enter, and two rings halve
-// each round. Measured on 2 processors (the client on the same machine,
+// Default Config.LoopFill per engine. Two epoll loops cost the server
+// the same filled first or spread; two rings do not: a ring's round sends
+// its chats' copies in one io_uring_enter, and two rings halve each
+// round. Measured on 2 processors (the client on the same machine,
 // 3 rounds, server CPU per message and msg/s, medians), two rings filled
 // 8,192 deep against two spread evenly: 3.37 against 3.63 us and 277k
 // against 241k msg/s at 15 rooms × 20 (one ring: 3.36 us, 274k), 5.53
