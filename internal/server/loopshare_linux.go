@@ -17,8 +17,8 @@ func (s *loopShare) share() *loopShare { return s }
 // round. Measured on 2 processors (the client on the same machine,
 // 3 rounds, server CPU per message and msg/s, medians), two rings filled
 // 8,192 deep against two spread evenly: 3.37 against 3.63 us and 277k
-// against 241k msg/s at 15 rooms × 20 (one ring: 3.36 us, 274k), 5.53
-// against 5.60 us at 475 rooms, 6.63 against 6.78 us at 950 rooms (one
+// against 241k msg/s at 15 rooms × 200 (one ring: 3.36 us, 274k), 5.53
+// against 5.60 us at 475 × 10, 6.63 against 6.78 us at 950 × 5 (one
 // ring: 5.73 and 9.70 us). Two epoll loops filled first against spread:
 // the same server figures (within 2%), and the client's CPU 11% higher
 // at 15 rooms (its reads come in thinner batches).
