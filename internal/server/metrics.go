@@ -224,10 +224,8 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descSlow, c.closed[ReasonSlowConsumer].Load())
 	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, k.engine(), k.version)
 	ch <- prometheus.MustNewConstMetric(descCoalesce, prometheus.GaugeValue, k.coalesce.Seconds())
-	if k.loops != nil {
-		for i, n := range k.loops() {
-			gauge(descLoopConns, int64(n), strconv.Itoa(i))
-		}
+	for i, n := range k.loops() {
+		gauge(descLoopConns, int64(n), strconv.Itoa(i))
 	}
 }
 
