@@ -26,9 +26,9 @@ import (
 // messages per user (the scalability steps: 15 rooms against 950).
 func BenchmarkMarkServerCPU(b *testing.B) { forEnginesB(b, benchMarkServerCPU) }
 
-func benchMarkServerCPU(b *testing.B) {
+func benchMarkServerCPU(b *testing.B, engine string) {
 	rooms, users, count := envInt("VOLANOGO_BENCH_ROOMS", 50), 20, envInt("VOLANOGO_BENCH_COUNT", 100)
-	child := startChild(b, 0)
+	child := startChild(b, engine, 0)
 	var msgs int64
 	var cpu, wall time.Duration
 	b.ResetTimer()
@@ -60,10 +60,10 @@ func benchMarkServerCPU(b *testing.B) {
 //	VOLANOGO_BENCH_CONNS=19000 go test -run '^$' -bench ServerMemory -benchtime 1x ./internal/server
 func BenchmarkServerMemory(b *testing.B) { forEnginesB(b, benchServerMemory) }
 
-func benchServerMemory(b *testing.B) {
+func benchServerMemory(b *testing.B, engine string) {
 	n := envInt("VOLANOGO_BENCH_CONNS", 5000)
 	for range b.N {
-		child := startChild(b, 0)
+		child := startChild(b, engine, 0)
 		child.gc(b)
 		before := child.rss(b)
 		conns := make([]net.Conn, 0, n)

@@ -67,7 +67,7 @@ func readCaptureFile(t testing.TB, path, conn string, c2s bool) []captureEvent {
 // exactly the bytes the original server sent.
 func TestReplayCaptures(t *testing.T) { forEngines(t, testReplayCaptures) }
 
-func testReplayCaptures(t *testing.T) {
+func testReplayCaptures(t *testing.T, engine string) {
 	for _, build := range []string{"stock", "nodelay"} {
 		t.Run(build, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "testdata", "captures", build)
@@ -78,7 +78,7 @@ func testReplayCaptures(t *testing.T) {
 			}
 			sort.SliceStable(evs, func(i, j int) bool { return evs[i].at < evs[j].at })
 
-			s := startServer(t, Config{Rooms: sampleRooms})
+			s := startServer(t, Config{Engine: engine, Rooms: sampleRooms})
 			conns := map[string]*net.TCPConn{}
 			packets := 0
 			for _, ev := range evs {

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,44 +17,31 @@ func testEngines() []string {
 	return []string{EngineGoroutine}
 }
 
-// forEngines runs f once per engine, as subtests; startServer and
-// startChild find the engine in the subtest's name (engineOf). An engine
-// this kernel cannot run (io_uring refused) is skipped with the reason.
-func forEngines(t *testing.T, f func(t *testing.T)) {
+// forEngines runs f once per engine, as parallel subtests named after it
+// (each server on its own port 0); an engine this kernel cannot run
+// (io_uring refused) is skipped with the reason.
+func forEngines(t *testing.T, f func(t *testing.T, engine string)) {
 	for _, e := range testEngines() {
 		t.Run(e, func(t *testing.T) {
+			t.Parallel()
 			if why := engineUnavailable(e); why != "" {
 				t.Skip(why)
 			}
-			f(t)
+			f(t, e)
 		})
 	}
 }
 
 // forEnginesB is forEngines for a benchmark.
-func forEnginesB(b *testing.B, f func(b *testing.B)) {
+func forEnginesB(b *testing.B, f func(b *testing.B, engine string)) {
 	for _, e := range testEngines() {
 		b.Run(e, func(b *testing.B) {
 			if why := engineUnavailable(e); why != "" {
 				b.Skip(why)
 			}
-			f(b)
+			f(b, e)
 		})
 	}
-}
-
-// engineOf is the engine of a test or benchmark run by forEngines (the
-// first subtest level names it); the goroutine engine otherwise.
-func engineOf(t testing.TB) string {
-	parts := strings.Split(t.Name(), "/")
-	if len(parts) > 1 {
-		for _, e := range testEngines() {
-			if parts[1] == e {
-				return e
-			}
-		}
-	}
-	return EngineGoroutine
 }
 
 var (

@@ -25,7 +25,7 @@ func startServer(t testing.TB, cfg Config) *Server {
 		cfg.Listen = "127.0.0.1:0"
 	}
 	if cfg.Engine == "" {
-		cfg.Engine = engineOf(t)
+		cfg.Engine = EngineGoroutine
 	}
 	s, err := New(cfg)
 	require.NoError(t, err)

@@ -20,8 +20,8 @@ import (
 // a third of the time per CI run); INTEGRITY_RUNS asks for more.
 func TestTurnTakingIntegrity(t *testing.T) { forEngines(t, testTurnTakingIntegrity) }
 
-func testTurnTakingIntegrity(t *testing.T) {
-	s := startServer(t, Config{})
+func testTurnTakingIntegrity(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine})
 	runs, rooms, users, count := 10, 4, 20, 10
 	if n, err := strconv.Atoi(os.Getenv("INTEGRITY_RUNS")); err == nil && n > 0 {
 		runs = n

@@ -24,9 +24,9 @@ import (
 // opened before keeps chatting.
 func TestOpenFilesExhaustion(t *testing.T) { forEngines(t, testOpenFilesExhaustion) }
 
-func testOpenFilesExhaustion(t *testing.T) {
+func testOpenFilesExhaustion(t *testing.T, engine string) {
 	const limit = 64
-	child := startChild(t, limit)
+	child := startChild(t, engine, limit)
 
 	// A room of two users, opened before the exhaustion.
 	a := dialAddr(t, child.addr)

@@ -231,13 +231,13 @@ func (b *syncBuffer) String() string {
 
 const childEnv = "VOLANOGO_SERVER_TEST_CHILD"
 
-// startChild starts a server process; nofile > 0 lowers its open-files
-// limit first.
-func startChild(t testing.TB, nofile int) *childServer {
+// startChild starts a server process on engine; nofile > 0 lowers its
+// open-files limit first.
+func startChild(t testing.TB, engine string, nofile int) *childServer {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=1", "VOLANOGO_CHILD_NOFILE="+strconv.Itoa(nofile),
-		"VOLANOGO_CHILD_ENGINE="+engineOf(t))
+		"VOLANOGO_CHILD_ENGINE="+engine)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	errBuf := &syncBuffer{}

@@ -41,8 +41,8 @@ func TestProtectiveDefaults(t *testing.T) {
 // and a real user is served meanwhile.
 func TestAccessTimeout(t *testing.T) { forEngines(t, testAccessTimeout) }
 
-func testAccessTimeout(t *testing.T) {
-	s := startServer(t, Config{AccessTimeout: 300 * time.Millisecond})
+func testAccessTimeout(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, AccessTimeout: 300 * time.Millisecond})
 	silent := dial(t, s)
 	partial := dial(t, s)
 	b, err := markAccess("Room1").AppendPacket(nil)
@@ -65,8 +65,8 @@ func testAccessTimeout(t *testing.T) {
 // upgraded connection without an Access, are closed and counted.
 func TestWebSocketTimeouts(t *testing.T) { forEngines(t, testWebSocketTimeouts) }
 
-func testWebSocketTimeouts(t *testing.T) {
-	s := startServer(t, Config{WSListen: "127.0.0.1:0", HandshakeTimeout: 300 * time.Millisecond, AccessTimeout: 300 * time.Millisecond})
+func testWebSocketTimeouts(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, WSListen: "127.0.0.1:0", HandshakeTimeout: 300 * time.Millisecond, AccessTimeout: 300 * time.Millisecond})
 	nc, err := net.Dial("tcp", s.WSAddr().String())
 	require.NoError(t, err)
 	defer nc.Close()
@@ -107,9 +107,9 @@ func serverConn(t *testing.T, s *Server, cl net.Conn) *conn {
 // buffer plus one packet, until the client is cut off; its room goes on.
 func TestSendBufferBound(t *testing.T) { forEngines(t, testSendBufferBound) }
 
-func testSendBufferBound(t *testing.T) {
+func testSendBufferBound(t *testing.T, engine string) {
 	const bound = 32 << 10
-	s := startServer(t, Config{SendBuffer: bound, SocketSendBuffer: 4096})
+	s := startServer(t, Config{Engine: engine, SendBuffer: bound, SocketSendBuffer: 4096})
 	talker := dial(t, s)
 	talker.access("Bound")
 	talker.enter("Bound", "talker")
@@ -146,9 +146,9 @@ func testSendBufferBound(t *testing.T) {
 // takes the whole queue at once.
 func TestWebSocketSendBufferBound(t *testing.T) { forEngines(t, testWebSocketSendBufferBound) }
 
-func testWebSocketSendBufferBound(t *testing.T) {
+func testWebSocketSendBufferBound(t *testing.T, engine string) {
 	const bound = 32 << 10
-	s := startServer(t, Config{WSListen: "127.0.0.1:0", SendBuffer: bound})
+	s := startServer(t, Config{Engine: engine, WSListen: "127.0.0.1:0", SendBuffer: bound})
 	talker := dial(t, s)
 	talker.access("WSBound")
 	talker.enter("WSBound", "talker")
@@ -200,8 +200,8 @@ func testWebSocketSendBufferBound(t *testing.T) {
 // other; closing ends every session and tells the other members.
 func TestPrivateSessionCap(t *testing.T) { forEngines(t, testPrivateSessionCap) }
 
-func testPrivateSessionCap(t *testing.T) {
-	s := startServer(t, Config{MaxPrivate: 5})
+func testPrivateSessionCap(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, MaxPrivate: 5})
 	a := dial(t, s)
 	a.access("P")
 	a.enter("P", "alice")
@@ -260,8 +260,8 @@ func testPrivateSessionCap(t *testing.T) {
 // not count.
 func TestMaxRooms(t *testing.T) { forEngines(t, testMaxRooms) }
 
-func testMaxRooms(t *testing.T) {
-	s := startServer(t, Config{Rooms: []string{"Lobby"}, MaxRooms: 2})
+func testMaxRooms(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, Rooms: []string{"Lobby"}, MaxRooms: 2})
 	a := dial(t, s)
 	a.access("D1")
 	b := dial(t, s)
@@ -282,8 +282,8 @@ func testMaxRooms(t *testing.T) {
 // stops at the count and at the byte bound.
 func TestRoomListBounded(t *testing.T) { forEngines(t, testRoomListBounded) }
 
-func testRoomListBounded(t *testing.T) {
-	s := startServer(t, Config{RoomListMax: 3, MaxRoomName: 300})
+func testRoomListBounded(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, RoomListMax: 3, MaxRoomName: 300})
 	var held []*client
 	for i := range 5 {
 		c := dial(t, s)
@@ -309,7 +309,7 @@ func testRoomListBounded(t *testing.T) {
 	}
 
 	// bytes: names of 300 characters stop the list at 16 KiB
-	big := startServer(t, Config{RoomListMax: 1000, MaxRoomName: 300})
+	big := startServer(t, Config{Engine: engine, RoomListMax: 1000, MaxRoomName: 300})
 	for i := range 60 {
 		c := dial(t, big)
 		c.access(strings.Repeat("n", 296) + strconv.Itoa(1000+i))
@@ -334,10 +334,10 @@ func (c *client) access2() []string {
 // per reason per interval, with the count, and the metrics count them all.
 func TestWarnRateLimited(t *testing.T) { forEngines(t, testWarnRateLimited) }
 
-func testWarnRateLimited(t *testing.T) {
+func testWarnRateLimited(t *testing.T, engine string) {
 	var logBuf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s, err := New(Config{Listen: "127.0.0.1:0", Logger: logger, LogInterval: time.Hour, Engine: engineOf(t)})
+	s, err := New(Config{Listen: "127.0.0.1:0", Logger: logger, LogInterval: time.Hour, Engine: engine})
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
 	const n = 40
@@ -361,8 +361,8 @@ func testWarnRateLimited(t *testing.T) {
 
 func TestHealthAndReady(t *testing.T) { forEngines(t, testHealthAndReady) }
 
-func testHealthAndReady(t *testing.T) {
-	s := startServer(t, Config{MetricsListen: "127.0.0.1:0"})
+func testHealthAndReady(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, MetricsListen: "127.0.0.1:0"})
 	cl := http.Client{Timeout: 5 * time.Second}
 	get := func(path string) (int, string) {
 		resp, err := cl.Get("http://" + s.MetricsAddr().String() + path)
@@ -387,8 +387,8 @@ func testHealthAndReady(t *testing.T) {
 // closes with a FIN rather than a reset, and refuses new connections.
 func TestDrain(t *testing.T) { forEngines(t, testDrain) }
 
-func testDrain(t *testing.T) {
-	s, err := New(Config{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DrainTimeout: 5 * time.Second, Engine: engineOf(t)})
+func testDrain(t *testing.T, engine string) {
+	s, err := New(Config{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DrainTimeout: 5 * time.Second, Engine: engine})
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
 	a := dial(t, s)

@@ -16,8 +16,8 @@ import (
 // was recorded.
 func TestScenarios(t *testing.T) { forEngines(t, testScenarios) }
 
-func testScenarios(t *testing.T) {
-	s := startServer(t, Config{Rooms: sampleRooms})
+func testScenarios(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, Rooms: sampleRooms})
 	closedBy := func(reason string) func() bool {
 		return func() bool { return s.counters.closed[reason].Load() > 0 }
 	}
@@ -308,7 +308,7 @@ func testScenarios(t *testing.T) {
 		c.expectClosed()
 	})
 	t.Run("17 room full", func(t *testing.T) {
-		s2 := startServer(t, Config{RoomLimit: 3})
+		s2 := startServer(t, Config{Engine: engine, RoomLimit: 3})
 		for i := range 3 {
 			c := dial(t, s2)
 			c.access("Full")
@@ -345,8 +345,8 @@ func testScenarios(t *testing.T) {
 
 func TestDynamicRoomsComeAndGo(t *testing.T) { forEngines(t, testDynamicRoomsComeAndGo) }
 
-func testDynamicRoomsComeAndGo(t *testing.T) {
-	s := startServer(t, Config{Rooms: []string{"Lobby"}})
+func testDynamicRoomsComeAndGo(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, Rooms: []string{"Lobby"}})
 	a := dial(t, s)
 	got := a.access("Dyn")
 	assert.Equal(t, []string{"Lobby", "Dyn"}, got.Rooms)
@@ -368,8 +368,8 @@ func testDynamicRoomsComeAndGo(t *testing.T) {
 
 func TestIdlePing(t *testing.T) { forEngines(t, testIdlePing) }
 
-func testIdlePing(t *testing.T) {
-	s := startServer(t, Config{IdleTimeout: 100 * time.Millisecond})
+func testIdlePing(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, IdleTimeout: 100 * time.Millisecond})
 	c := dial(t, s)
 	c.access("")
 	assert.Equal(t, &protocol.Ping{Type: protocol.Request}, c.expect())
@@ -381,8 +381,8 @@ func testIdlePing(t *testing.T) {
 
 func TestMaxConnections(t *testing.T) { forEngines(t, testMaxConnections) }
 
-func testMaxConnections(t *testing.T) {
-	s := startServer(t, Config{MaxConnections: 2})
+func testMaxConnections(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, MaxConnections: 2})
 	a := dial(t, s)
 	a.access("")
 	b := dial(t, s)

@@ -46,11 +46,11 @@ func roundTrip(t *testing.T, s *Server, room, name string) time.Duration {
 // sessions closes, another pair's session ends and is told at once.
 func TestNoStallClosingManySessions(t *testing.T) { forEngines(t, testNoStallClosingManySessions) }
 
-func testNoStallClosingManySessions(t *testing.T) {
+func testNoStallClosingManySessions(t *testing.T, engine string) {
 	if testing.Short() {
 		t.Skip("builds 30,000 sessions")
 	}
-	s := startServer(t, Config{MaxPrivate: Off, RequestRate: Off})
+	s := startServer(t, Config{Engine: engine, MaxPrivate: Off, RequestRate: Off})
 	att := dial(t, s)
 	att.access("Flood")
 	att.enter("Flood", "attacker")
@@ -117,12 +117,12 @@ func testNoStallClosingManySessions(t *testing.T) {
 // the server's lock, stay fast.
 func TestNoStallRoomListFlood(t *testing.T) { forEngines(t, testNoStallRoomListFlood) }
 
-func testNoStallRoomListFlood(t *testing.T) {
+func testNoStallRoomListFlood(t *testing.T, engine string) {
 	rooms := make([]string, 20000)
 	for i := range rooms {
 		rooms[i] = "Permanent room number " + strconv.Itoa(i)
 	}
-	s := startServer(t, Config{Rooms: rooms, RequestRate: Off})
+	s := startServer(t, Config{Engine: engine, Rooms: rooms, RequestRate: Off})
 	att := dial(t, s)
 	att.access("")
 	req, err := (&protocol.RoomList{Type: protocol.Request, Filter: "matches nothing"}).AppendPacket(nil)
@@ -157,12 +157,12 @@ func testNoStallRoomListFlood(t *testing.T) {
 // and another user entering one of them, cost no more than usual.
 func TestNoStallManyRooms(t *testing.T) { forEngines(t, testNoStallManyRooms) }
 
-func testNoStallManyRooms(t *testing.T) {
+func testNoStallManyRooms(t *testing.T, engine string) {
 	rooms := make([]string, 5001)
 	for i := range rooms {
 		rooms[i] = "R" + strconv.Itoa(i)
 	}
-	s := startServer(t, Config{Rooms: rooms, RequestRate: Off})
+	s := startServer(t, Config{Engine: engine, Rooms: rooms, RequestRate: Off})
 	att := dial(t, s)
 	att.access("")
 	for _, r := range rooms[:5000] {
@@ -190,8 +190,8 @@ func testNoStallManyRooms(t *testing.T) {
 // chats are not paced.
 func TestRequestRate(t *testing.T) { forEngines(t, testRequestRate) }
 
-func testRequestRate(t *testing.T) {
-	s := startServer(t, Config{RequestRate: 500})
+func testRequestRate(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, RequestRate: 500})
 	c := dial(t, s)
 	c.access("Rate")
 	c.enter("Rate", "u")
@@ -234,8 +234,8 @@ func (noObserver) Start(context.Context) (time.Time, error) { return time.Time{}
 // turn-taking, paced and churn runs of the swarm whole.
 func TestBenchmarkRunsUnaffected(t *testing.T) { forEngines(t, testBenchmarkRunsUnaffected) }
 
-func testBenchmarkRunsUnaffected(t *testing.T) {
-	s := startServer(t, Config{})
+func testBenchmarkRunsUnaffected(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine})
 	target := swarm.Target{Transport: swarm.TransportTCP, Addr: s.Addr().String()}
 	for _, spec := range []swarm.Spec{
 		{Rooms: []int{1, 2, 3, 4}, Users: 20, Count: 10},

@@ -51,8 +51,8 @@ func (c *wsClient) expect() protocol.Packet {
 // TestWebSocket chats between a WebSocket user and a TCP user in one room.
 func TestWebSocket(t *testing.T) { forEngines(t, testWebSocket) }
 
-func testWebSocket(t *testing.T) {
-	s := startServer(t, Config{WSListen: "127.0.0.1:0", WSOrigins: []string{"https://chat.example"}})
+func testWebSocket(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, WSListen: "127.0.0.1:0", WSOrigins: []string{"https://chat.example"}})
 	w, _, err := dialWS(t, s, "")
 	require.NoError(t, err)
 	w.send(markAccess("Mixed"))
@@ -109,8 +109,8 @@ func testWebSocket(t *testing.T) {
 
 func TestWebSocketOrigins(t *testing.T) { forEngines(t, testWebSocketOrigins) }
 
-func testWebSocketOrigins(t *testing.T) {
-	s := startServer(t, Config{WSListen: "127.0.0.1:0", WSOrigins: []string{"https://chat.example"}})
+func testWebSocketOrigins(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, WSListen: "127.0.0.1:0", WSOrigins: []string{"https://chat.example"}})
 	_, resp, err := dialWS(t, s, "https://evil.example")
 	require.Error(t, err)
 	require.NotNil(t, resp)
