@@ -127,6 +127,7 @@ type loadOptions struct {
 	json                       bool // --json: one result line (loadjson.go)
 	floor                      bool // --floor: measure the kernel floor first (floor.go)
 	batchReads, strictOrder    bool
+	strict                     bool
 	engine                     string
 	loops                      int
 	cpuprofile                 string
@@ -227,6 +228,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.StringSliceVar(&o.bind, "bind", nil, "source addresses, round-robin: a list, range (127.0.0.1-127.0.0.9) or prefix (127.0.1.0/24)")
 	f.DurationVar(&o.slo, "slo", swarm.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
 	f.BoolVar(&o.strictOrder, "strict-order", false, "fail a run when a chat reaches a user after a later chat of its room (by default reordering is counted and reported; volanogo serve keeps each room's order)")
+	f.BoolVar(&o.strict, "strict", false, "fail a run when a packet from outside it reaches one of its users (another user's chat, entry or exit, a whisper, a beep, a private session, a packet no run asks for; by default counted apart)")
 	f.StringVar(&o.engine, "engine", swarm.EngineGoroutine, "how the users' sockets are read and paced chats sent in the timed phase: goroutine (one per user; every scenario) or epoll (event loops on their own threads, see --loops; Linux, TCP, turns and paced: storm and churn run on goroutines)")
 	f.IntVar(&o.loops, "loops", 0, "--engine epoll: the number of event loops (default: half the processors, at least one)")
 	f.BoolVar(&o.batchReads, "batch-reads", false, "turn-taking over TCP (Linux): wake each user once per turn (SO_RCVLOWAT); less client CPU, delivery latency of turn-giving messages only")
@@ -310,6 +312,7 @@ func (o *loadOptions) config() (campaign.Config, error) {
 			Engine:             o.engine,
 			Loops:              o.loops,
 			StrictOrder:        o.strictOrder,
+			Strict:             o.strict,
 			Seed:               o.seed,
 			StormAt:            o.stormAt,
 			StormShare:         o.stormShare,

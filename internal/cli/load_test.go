@@ -97,6 +97,11 @@ func TestLoadFlags(t *testing.T) {
 		{args: []string{"--strict-order", "--batch-reads"}, check: func(t *testing.T, c campaign.Config) {
 			assert.True(t, c.Spec.StrictOrder)
 			assert.True(t, c.Spec.BatchReads)
+			assert.False(t, c.Spec.Strict)
+		}},
+		{args: []string{"--strict"}, check: func(t *testing.T, c campaign.Config) {
+			assert.True(t, c.Spec.Strict)
+			assert.False(t, c.Spec.StrictOrder, "order is --strict-order's")
 		}},
 		{args: []string{"-rooms", "abc"}, code: 2, err: "-rooms: value is not an integer (abc)"},
 		{args: []string{"-users", "x"}, code: 2, err: "-users: value is not an integer (x)"},

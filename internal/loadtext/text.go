@@ -151,7 +151,10 @@ func Run(w io.Writer, d *results.Document) {
 	if g := d.Integrity; g != nil {
 		fmt.Fprintf(w, "Integrity          = %s\n", integrityLine(g))
 		if o := g.Outside; o != nil {
-			fmt.Fprintf(w, "Other users        = %d chats, %d entries, %d exits seen by the run's users (counted apart)\n", o.Chats, o.Entered, o.Exited)
+			fmt.Fprintf(w, "Other users        = %s seen by the run's users (counted apart)\n", outsideLine(o))
+			if o.FirstOther != "" {
+				fmt.Fprintf(w, "First other packet = %s\n", o.FirstOther)
+			}
 		}
 		if g.FirstReordered != "" {
 			fmt.Fprintf(w, "First reordered    = %s\n", g.FirstReordered)
@@ -199,7 +202,28 @@ func integrityLine(g *results.Integrity) string {
 	} else {
 		line += ", 0 reordered"
 	}
-	return line + fmt.Sprintf(", %d out of sender order", g.SenderReordered)
+	line += fmt.Sprintf(", %d out of sender order", g.SenderReordered)
+	if g.InFlight > 0 {
+		line += fmt.Sprintf("; %d in flight when the room stalled (not counted lost)", g.InFlight)
+	}
+	return line
+}
+
+// outsideLine is what other users sent the run's users: chats, entries
+// and exits, then whispers, beeps, private sessions and other packets
+// when there were any.
+func outsideLine(o *results.Outside) string {
+	line := fmt.Sprintf("%d chats, %d entries, %d exits", o.Chats, o.Entered, o.Exited)
+	for _, c := range []struct {
+		n    int64
+		what string
+	}{{o.Whispers, "whispers"}, {o.Beeps, "beeps"}, {o.PrivateEntered, "private sessions opened"},
+		{o.PrivateChats, "private chats"}, {o.PrivateExited, "private sessions closed"}, {o.Other, "other packets"}} {
+		if c.n > 0 {
+			line += fmt.Sprintf(", %d %s", c.n, c.what)
+		}
+	}
+	return line
 }
 
 // fanoutLine is the broadcasts' fan-out: to the first and the last

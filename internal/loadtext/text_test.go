@@ -97,6 +97,23 @@ func TestRun(t *testing.T) {
 	assert.Contains(t, b.String(), "Server coalescing  = 500µs (serve --coalesce: an epoll loop waits so long after a round of few events)\n")
 	d.Server = nil
 
+	// Whispers, beeps, private sessions and other packets, when any.
+	d.Integrity.Outside = &results.Outside{Chats: 60, Whispers: 1, Beeps: 2, PrivateEntered: 1, PrivateChats: 3, PrivateExited: 1,
+		Other: 4, FirstOther: "Mark3 in Room1: UserList confirm"}
+	b.Reset()
+	Run(&b, d)
+	assert.Contains(t, b.String(), "Other users        = 60 chats, 0 entries, 0 exits, 1 whispers, 2 beeps, 1 private sessions opened, "+
+		"3 private chats, 1 private sessions closed, 4 other packets seen by the run's users (counted apart)\n"+
+		"First other packet = Mark3 in Room1: UserList confirm\n")
+
+	// A stall's chats in flight are said apart from the lost ones.
+	d.Integrity = &results.Integrity{Receivers: 40, InFlight: 36}
+	d.Failures = []results.Failure{{Kind: results.FailStall, Count: 1, Example: "Room1 made no progress for 10s"}}
+	d.Derive()
+	b.Reset()
+	Run(&b, d)
+	assert.Contains(t, b.String(), "Integrity          = 0 lost, 0 duplicated, 0 corrupted, 0 reordered, 0 out of sender order; 36 in flight when the room stalled (not counted lost)\n")
+
 	d.Integrity = &results.Integrity{Lost: 1, Receivers: 4}
 	d.Failures = []results.Failure{{Kind: results.FailLost, Count: 1, Example: "1 chats lost: Mark3 in Room1 never received chat 1 of Mark1"}}
 	d.Derive()

@@ -286,6 +286,7 @@ const (
 	FailDuplicated   = "duplicated"     // a chat that reached a receiver twice
 	FailCorrupted    = "corrupted"      // a chat whose text or sender is not what was sent
 	FailReordered    = "reordered"      // a chat that arrived after a later one of its room (with strict order only)
+	FailOutside      = "outside"        // a packet from a user outside the run (with load --strict only)
 	FailServerStart  = "server_start"   // a spawned server did not start
 	FailShard        = "shard"          // a shard process failed
 	FailLeak         = "leak"           // churn: connections, goroutines or descriptors left on the server
@@ -403,16 +404,36 @@ type Integrity struct {
 	// (--strict-order).
 	StrictOrder bool `json:"strict_order,omitempty"`
 	// Outside is the traffic of users that are not the run's own (other
-	// clients in the same rooms), counted apart and never a failure.
+	// clients in the same rooms), counted apart and a failure only with
+	// load --strict (FailOutside).
 	Outside *Outside `json:"outside,omitempty"`
+	// InFlight counts the chats a receiver had not had when its room
+	// stalled and that no later chat of the room had overtaken there:
+	// held by a stopped server, say, or lost, which a stall cannot tell
+	// apart. The stall is the failure; they are not counted in Lost.
+	InFlight int64 `json:"in_flight,omitempty"`
 }
 
-// Outside counts indications from users that are not the run's own, as
-// the run's receivers saw them (one chat seen by 19 receivers counts 19).
+// Outside counts packets from users that are not the run's own, as the
+// run's receivers saw them (one chat seen by 19 receivers counts 19).
 type Outside struct {
 	Chats   int64 `json:"chats"`
 	Entered int64 `json:"entered"`
 	Exited  int64 `json:"exited"`
+	// Whispers and Beeps addressed to the run's users.
+	Whispers int64 `json:"whispers,omitempty"`
+	Beeps    int64 `json:"beeps,omitempty"`
+	// PrivateEntered counts private sessions opened with the run's users
+	// (EnterPrivate), PrivateExited their ends (ExitPrivate) and
+	// PrivateChats their chats (a Chat with a private room id).
+	PrivateEntered int64 `json:"private_entered,omitempty"`
+	PrivateExited  int64 `json:"private_exited,omitempty"`
+	PrivateChats   int64 `json:"private_chats,omitempty"`
+	// Other counts packets of known kinds that a client does not expect
+	// (a UserList confirm it did not ask for, a Kick, a Chat request);
+	// FirstOther names the first, as "Mark3 in Room1: UserList confirm".
+	Other      int64  `json:"other,omitempty"`
+	FirstOther string `json:"first_other,omitempty"`
 }
 
 // Failed reports whether the ledger found chats lost, duplicated or

@@ -188,6 +188,7 @@ var descriptions = map[string]string{
 	FailDuplicated:   "messages duplicated",
 	FailCorrupted:    "messages corrupted",
 	FailReordered:    "messages out of order (strict order)",
+	FailOutside:      "packets from users outside the run (strict)",
 	FailServerStart:  "the server did not start",
 	FailShard:        "a shard failed",
 	FailLeak:         "the server leaked connections, goroutines or descriptors",

@@ -214,7 +214,17 @@ func Merge(shards []*Document) (*Document, error) {
 				add(&mg.Outside.Chats, o.Chats)
 				add(&mg.Outside.Entered, o.Entered)
 				add(&mg.Outside.Exited, o.Exited)
+				add(&mg.Outside.Whispers, o.Whispers)
+				add(&mg.Outside.Beeps, o.Beeps)
+				add(&mg.Outside.PrivateEntered, o.PrivateEntered)
+				add(&mg.Outside.PrivateExited, o.PrivateExited)
+				add(&mg.Outside.PrivateChats, o.PrivateChats)
+				add(&mg.Outside.Other, o.Other)
+				if mg.Outside.FirstOther == "" {
+					mg.Outside.FirstOther = o.FirstOther
+				}
 			}
+			add(&mg.InFlight, g.InFlight)
 		}
 		if st := d.Storm; st != nil {
 			if m.Storm == nil {

@@ -139,7 +139,14 @@ func (d *Document) Validate() error {
 			nonNeg("integrity.outside.chats", o.Chats)
 			nonNeg("integrity.outside.entered", o.Entered)
 			nonNeg("integrity.outside.exited", o.Exited)
+			nonNeg("integrity.outside.whispers", o.Whispers)
+			nonNeg("integrity.outside.beeps", o.Beeps)
+			nonNeg("integrity.outside.private_entered", o.PrivateEntered)
+			nonNeg("integrity.outside.private_exited", o.PrivateExited)
+			nonNeg("integrity.outside.private_chats", o.PrivateChats)
+			nonNeg("integrity.outside.other", o.Other)
 		}
+		nonNeg("integrity.in_flight", g.InFlight)
 	}
 	if p := d.Paced; p != nil {
 		nonNeg("paced.concurrent_users", p.ConcurrentUsers)

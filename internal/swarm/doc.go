@@ -62,8 +62,12 @@
 // the largest displacement, the share of receivers), and fail the run only
 // with Spec.StrictOrder. Mark's count turn rule goes on through
 // reordering, and a user leaves only once it has had every chat of its
-// room. Only the run's own users count: chats, entries and exits of other
-// users sharing a room are counted apart. Totals that differ from rooms ×
+// room. Only the run's own users count: chats, entries, exits, whispers,
+// beeps and private sessions of other users sharing a room, and packets of
+// kinds no run asks for, are counted apart (a failure only with
+// Spec.Strict; outside.go). In a room that stalled, a chat a receiver
+// lacks is lost only where a later chat of the room reached it; the ones
+// after were in flight (a stopped server holds them). Totals that differ from rooms ×
 // users × count sent and sent × (users−1) received without the ledger
 // explaining them are an integrity failure. A room that makes no
 // progress for the stall timeout fails the run with a message naming the

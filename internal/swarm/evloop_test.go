@@ -31,6 +31,7 @@ func TestEngineEpoll(t *testing.T) {
 	}{
 		{"TurnTakingCounts", TestTurnTakingCounts},
 		{"DurationTurnTaking", TestDurationTurnTaking},
+		{"CountAndDuration", TestCountAndDuration},
 		{"ServerClosesMidRun", TestServerClosesMidRun},
 		{"Stall", TestStall},
 		{"Interrupted", TestInterrupted},
@@ -42,6 +43,9 @@ func TestEngineEpoll(t *testing.T) {
 		{"ReorderedPasses", TestReorderedPasses},
 		{"ReorderedStrictFails", TestReorderedStrictFails},
 		{"OutsideUsers", TestOutsideUsers},
+		{"OutsidePackets", TestOutsidePackets},
+		{"OutsideOther", TestOutsideOther},
+		{"StallInFlight", TestStallInFlight},
 		{"FanoutDelayedReceiver", TestFanoutDelayedReceiver},
 		{"Paced", TestPaced},
 		{"PacedOutBehind", TestPacedOutBehind},

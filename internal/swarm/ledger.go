@@ -200,6 +200,17 @@ type ledger struct {
 	// left marks the users of the room whose exit this user has seen
 	// (bit num-1), so that an exit counts once whoever else leaves.
 	left []uint64
+	// rare counts the other packets from outside the run (made at the
+	// first: most runs never see one).
+	rare *rareCounts
+}
+
+// rareCounts are a receiver's counts of whispers, beeps, private sessions
+// and unexpected packets from outside the run (results.Outside).
+type rareCounts struct {
+	whispers, beeps                             int64
+	privateEntered, privateExited, privateChats int64
+	other                                       int64
 }
 
 func newLedger(users int) ledger {
@@ -286,6 +297,25 @@ func (u *user) roomOrder(k int64) {
 	rs.reorderOnce.Do(func() { rs.firstReorder = msg })
 }
 
+// stallLimit is, in a room that stalled, the last chat of the room's
+// user i (0-based) that u should have had by then: the chats of that
+// sender that came before the latest chat u got (in turn-taking the
+// room's, in pause mode that sender's). The ones after it were in flight
+// when the room stalled: whether the server still held them or lost
+// them, a stall cannot tell.
+func (u *user) stallLimit(i int) int64 {
+	g := &u.ledger
+	if u.r.rs.paced {
+		return g.from[i].max
+	}
+	// Sender i+1's chat j is chat (j-1)*n + i+1 of the room.
+	n, s := int64(len(u.r.users)), int64(i+1)
+	if g.maxK < s {
+		return 0
+	}
+	return (g.maxK-s)/n + 1
+}
+
 // stormMissing counts the chats of sender s that u should have had (sent
 // while u was in its room) and did not, with the first of them.
 func (u *user) stormMissing(i int, s *user, l *senderLog) (missing, firstMissing int64) {
@@ -370,11 +400,20 @@ func (rs *runState) integrity(ranToEnd bool) *results.Integrity {
 			out.Chats += l.outsideChats
 			out.Entered += l.outsideEntered
 			out.Exited += l.outsideExited
+			if c := l.rare; c != nil {
+				out.Whispers += c.whispers
+				out.Beeps += c.beeps
+				out.PrivateEntered += c.privateEntered
+				out.PrivateExited += c.privateExited
+				out.PrivateChats += c.privateChats
+				out.Other += c.other
+			}
 			var missing int64
 			for i, s := range r.users {
 				// Chats were still in flight when a run ended early,
 				// except in a room that had stalled for the stall
-				// timeout: what it misses then is lost.
+				// timeout: what it misses then is lost if a later chat
+				// overtook it (stallLimit), in flight otherwise.
 				if s == u || !(ranToEnd || r.stalled) {
 					continue
 				}
@@ -387,6 +426,11 @@ func (rs *runState) integrity(ranToEnd bool) *results.Integrity {
 					continue
 				}
 				sent := s.sentCount(rs.paced)
+				if r.stalled {
+					limit := min(sent, u.stallLimit(i))
+					g.InFlight += max(0, sent-max(limit, l.from[i].got))
+					sent = limit
+				}
 				if d := sent - l.from[i].got; d > 0 {
 					missing += d
 					if lostExample == "" {
@@ -402,6 +446,7 @@ func (rs *runState) integrity(ranToEnd bool) *results.Integrity {
 		}
 	}
 	if out != (results.Outside{}) {
+		out.FirstOther = rs.firstOther
 		g.Outside = &out
 	}
 	g.FirstReordered = rs.firstReorder

@@ -59,6 +59,9 @@ type runState struct {
 	// firstReorder describes the first reordered chat, for the summary.
 	reorderOnce  sync.Once
 	firstReorder string
+	// firstOther names the first unexpected packet from outside the run.
+	otherOnce  sync.Once
+	firstOther string
 
 	// stormRun is the run's storm (nil in other runs).
 	stormRun *stormRun
@@ -104,7 +107,7 @@ func (rs *runState) Snapshot() Snapshot {
 	if t := rs.timelineLive.Load(); t != nil {
 		s.Sent, s.Received = t.Totals()
 	}
-	if c := int64(rs.spec.Count); c > 0 && rs.spec.Scenario != results.ScenarioChurn {
+	if c := int64(rs.spec.Count); c > 0 && rs.spec.Duration == 0 && rs.spec.Scenario != results.ScenarioChurn {
 		sent := int64(len(rs.rooms)) * int64(rs.spec.Users) * c
 		s.Expected = sent * int64(rs.spec.Users)
 	}
@@ -554,7 +557,8 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 		}
 	}
 	c.Total = c.Sent + c.Received
-	if cfg.Count > 0 {
+	if cfg.Count > 0 && !rs.stopping.Load() {
+		// (A run that its duration ended had no expected total.)
 		c.ExpectedSent = int64(len(rs.rooms)) * int64(cfg.Users) * int64(cfg.Count)
 		c.ExpectedTotal = c.ExpectedSent * int64(cfg.Users)
 	}

@@ -98,6 +98,11 @@ type Spec struct {
 	// original server does not: by default reordering is counted and
 	// reported, not a failure).
 	StrictOrder bool
+	// Strict fails a run when a packet from outside it reaches one of its
+	// users: another user's chat, entry or exit, a whisper, a beep, a
+	// private session, a packet of a kind no run asks for. By default they
+	// are counted apart (results.Outside), never a failure.
+	Strict bool
 	// Seed seeds the random offsets of paced users and the choice of a
 	// storm's users (0: from the clock).
 	Seed int64

@@ -177,6 +177,35 @@ func TestDurationTurnTaking(t *testing.T) {
 	assert.Equal(t, 2*d.Counts.Sent, d.Counts.Received)
 }
 
+// TestCountAndDuration: with a count that the duration ends first, the
+// run ends cleanly at each room's next turn of user 1 (it stalled: the
+// user whose turn it was waited for a stop that only user 1 acted on).
+func TestCountAndDuration(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	cfg := tcpConfig(s.Addr().String())
+	cfg.Rooms, cfg.Users, cfg.Count, cfg.Duration = 2, 3, 1000000, 300*time.Millisecond
+	cfg.StallTimeout = 10 * time.Second
+	obs := &observer{}
+	start := time.Now()
+	d := runWith(t, context.Background(), cfg, obs)
+	require.True(t, d.Passed, "%+v", d.Failures)
+	assert.Less(t, time.Since(start), 5*time.Second, "ended by the duration, not by a stall")
+	assert.Greater(t, d.Counts.Sent, int64(6))
+	assert.Less(t, d.Counts.Sent, int64(2*3*1000000))
+	assert.Zero(t, d.Counts.Sent%3, "each room ends at user 1's turn")
+	assert.Equal(t, 2*d.Counts.Sent, d.Counts.Received)
+	assert.Zero(t, d.Counts.ExpectedSent, "the duration ended it: no expected total")
+	assert.Zero(t, obs.snaps[0].Expected, "the progress does not promise the count")
+	require.NotNil(t, d.Integrity)
+	assert.Zero(t, d.Integrity.Lost)
+
+	// The count ends it when it comes first.
+	cfg.Count, cfg.Duration = 4, time.Minute
+	d = mustPass(t, cfg)
+	assert.Equal(t, int64(2*3*4), d.Counts.Sent)
+}
+
 func TestRefused(t *testing.T) {
 	checkGoroutines(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -235,6 +264,32 @@ func TestStall(t *testing.T) {
 	f := failure(d, results.FailStall)
 	require.NotNil(t, f, "%+v", d.Failures)
 	assert.Regexp(t, `^Room1 made no progress for .*: waiting for Mark\d, whose last packet was (Chat|EnterRoom) (indication|confirm)$`, f.Example)
+}
+
+// TestStallInFlight: a server that stops dead mid-broadcast (SIGSTOP)
+// stalls the room; the chats that were in flight are counted as such,
+// not as lost beside the stall (the report said "3 chats lost").
+func TestStallInFlight(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	var chats atomic.Int64
+	p := newProxy(t, s.Addr().String(), func(conn int, f protocol.Frame) [][]byte {
+		if isChatIndication(f) && chats.Add(1) < 10 || !isChatIndication(f) && chats.Load() < 10 {
+			return [][]byte{copyRaw(f)}
+		}
+		return nil // frozen: nothing more to anyone
+	})
+	cfg := tcpConfig(p.addr())
+	cfg.Rooms, cfg.Users, cfg.Count = 1, 3, 10
+	cfg.StallTimeout = 300 * time.Millisecond
+	d := runExpectFailure(t, cfg)
+	assert.Equal(t, []string{results.FailStall}, failureKinds(d), "%+v", d.Failures)
+	require.NotNil(t, d.Integrity)
+	assert.Zero(t, d.Integrity.Lost)
+	// Chat 5 reached one of its two receivers: the other one's missed it
+	// in flight (1), and if the first was Mark3, whose turn came, chat 6
+	// at both (3).
+	assert.Contains(t, []int64{1, 3}, d.Integrity.InFlight)
 }
 
 func TestSetupTimeout(t *testing.T) {

@@ -430,10 +430,6 @@ func (u *user) failIO(what string, err error) *userError {
 	return &userError{u: u, kind: kind, what: what, err: err}
 }
 
-func (u *user) protocolError(format string, args ...any) *userError {
-	return &userError{u: u, kind: results.FailProtocol, what: fmt.Sprintf(format, args...)}
-}
-
 // serverError reports a StreamableError; Mark prints it and goes on, so
 // the run goes on but fails.
 func (u *user) serverError(f protocol.Frame) {
