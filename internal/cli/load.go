@@ -421,8 +421,13 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 	if res != nil && sink.many && len(res.Steps) > 0 {
 		loadtext.Summary(sink.text, res.Steps)
 	}
-	if werr := sink.close(); werr != nil && err == nil {
-		err = werr
+	if werr := sink.close(); werr != nil {
+		if err == nil {
+			err = werr
+		} else {
+			// The run's own failure is the status; the log's is said too.
+			fmt.Fprintln(io.Err, errorLine(cmd, werr))
+		}
 	}
 	err = campaignExit(err)
 	if o.json {

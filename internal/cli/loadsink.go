@@ -19,7 +19,8 @@ import (
 // -file log, the result documents to -o, and progress to a terminal.
 type loadSink struct {
 	text     io.Writer
-	file     *os.File
+	out      *errWriter // where text goes beside the log
+	log      *logFile
 	output   string // -o as given
 	outPath  string // where documents go, once decided ("" none)
 	decided  bool
@@ -30,23 +31,32 @@ type loadSink struct {
 }
 
 func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, error) {
-	s := &loadSink{text: streams.Out, output: o.output}
+	s := &loadSink{output: o.output}
+	s.out = &errWriter{w: streams.Out, name: "standard output"}
 	if o.output == "-" {
-		s.text, s.docOut = streams.Err, streams.Out
+		s.out.w, s.out.name, s.docOut = streams.Err, "standard error", streams.Out
 	}
 	if o.json {
-		s.text = streams.Err // standard output is the --json line's
+		// standard output is the --json line's
+		s.out.w, s.out.name = streams.Err, "standard error"
 	} else if err := checkOutputPath(o.output); err != nil {
 		return nil, err
 	}
-	if o.file != "" {
-		f, err := os.Create(o.file)
-		if err != nil {
-			return nil, fmt.Errorf("-file: %w", err)
+	s.text = s.out
+	if dir := outputDir(o.output); dir != "" {
+		if err := probeDir(dir); err != nil {
+			return nil, fmt.Errorf("-o %s: %w", o.output, err)
 		}
-		s.file = f
-		loadtext.EnvironmentHeader(f, campaign.Environment(), swarm.PlatformProps(), cfg.CommandLine)
-		s.text = io.MultiWriter(s.text, f)
+	}
+	if o.file != "" {
+		l, err := openLogFile(o.file, func(w io.Writer) {
+			loadtext.EnvironmentHeader(w, campaign.Environment(), swarm.PlatformProps(), cfg.CommandLine)
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.log = l
+		s.text = io.MultiWriter(s.out, l)
 	}
 	if !o.quiet && (o.progress || isTerminal(streams.Err)) {
 		s.progress = newProgressLine(streams.Err)
@@ -124,6 +134,18 @@ func checkOutputPath(o string) error {
 	return nil
 }
 
+// outputDir is the directory -o's documents go to, or go under when it
+// does not exist yet ("" for none, or standard output).
+func outputDir(o string) string {
+	if o == "" || o == "-" {
+		return ""
+	}
+	if fi, err := os.Stat(o); (err == nil && fi.IsDir()) || strings.HasSuffix(o, "/") || strings.HasSuffix(o, string(filepath.Separator)) {
+		return o
+	}
+	return filepath.Dir(o)
+}
+
 // prepareOutput returns where documents go: for several runs, or an -o
 // that names a directory or ends in a separator, a directory (created if
 // needed); otherwise a file, its directory created if needed.
@@ -146,16 +168,16 @@ func prepareOutput(o string, many bool) (string, error) {
 	return o, nil
 }
 
-// close closes the -file log (once) and says whether writing it failed.
+// close ends the -file log (once: renamed into place, or removed after a
+// write error) and says whether writing it, or the text beside it, failed.
 func (s *loadSink) close() error {
 	s.progress.end()
-	if s.file == nil {
-		return nil
+	if s.log != nil {
+		err := s.log.close()
+		s.log = nil
+		if err != nil {
+			return err
+		}
 	}
-	err := s.file.Close()
-	s.file = nil
-	if err != nil {
-		return fmt.Errorf("-file: %w", err)
-	}
-	return nil
+	return s.out.err
 }
