@@ -1,6 +1,6 @@
 #!/bin/sh
 # floor.sh: volanogo's kernel floor (`volanogo floor`, Go on raw system
-# calls) against the C program it follows (../shared/bench/floor.c), on this
+# calls) against the C program it follows (bench/floor.c), on this
 # machine, in the same sitting.
 #
 # Builds floor.c (cc -O2; with -DURING too when liburing-dev is installed)
@@ -20,7 +20,7 @@
 # the open-files limit (ulimit -n, less a few) fails there.
 set -eu
 cd "$(dirname "$0")/.."
-src=${FLOORC:-../shared/bench/floor.c}
+src=${FLOORC:-bench/floor.c}
 rounds=${ROUNDS:-3}
 sizes=${SIZES:-"15:100 475:10"}
 if [ ! -f "$src" ]; then

@@ -81,7 +81,7 @@ Exit status: 0 measured, 1 it failed (the reason is printed), 2 usage.`,
   volanogo floor --rooms 15 --count 100
   volanogo floor --rooms 950 --count 5  # 19,000 connections: the clients in a child process
   volanogo floor --engine uring --json
-  volanogo floor --rooms 15 --count 100 --chat-only   # as ../shared/bench/floor.c
+  volanogo floor --rooms 15 --count 100 --chat-only   # as bench/floor.c
   volanogo floor --rooms 9500 --users 2 --pause 1s --duration 30s   # 19,000 users at a chat a second`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
