@@ -796,7 +796,7 @@ func retransmitWarning(runs []*results.Document) string {
 	if worst == nil || share <= retransmitThreshold {
 		return ""
 	}
-	return fmt.Sprintf("the kernel retransmitted %.2f%% of the TCP segments of a run (%d of %d; %d delayed ACKs, %d loss probes): "+
+	return fmt.Sprintf("the kernel retransmitted %.2f%% of the TCP segments of a run (%s of %s; %s delayed ACKs, %s loss probes): "+
 		"on loopback nothing is lost, so these are delayed ACKs outlasting the sender's loss probe (see the README, \"Delayed ACKs on loopback\")",
-		share, worst.Retransmitted, worst.SegmentsOut, worst.DelayedACKs, worst.LossProbes)
+		share, group(worst.Retransmitted), group(worst.SegmentsOut), group(worst.DelayedACKs), group(worst.LossProbes))
 }

@@ -276,8 +276,8 @@ func TestRetransmitWarning(t *testing.T) {
 	r, err := Build(docs, DefaultOptions())
 	require.NoError(t, err)
 	require.Len(t, r.Warnings, 1)
-	assert.Equal(t, "p at 19,000 connections: the kernel retransmitted 0.25% of the TCP segments of a run (22063 of 8838336; "+
-		"2965978 delayed ACKs, 23426 loss probes): on loopback nothing is lost, so these are delayed ACKs outlasting "+
+	assert.Equal(t, "p at 19,000 connections: the kernel retransmitted 0.25% of the TCP segments of a run (22,063 of 8,838,336; "+
+		"2,965,978 delayed ACKs, 23,426 loss probes): on loopback nothing is lost, so these are delayed ACKs outlasting "+
 		`the sender's loss probe (see the README, "Delayed ACKs on loopback")`, r.Warnings[0])
 
 	// A discarded run's retransmissions do not count.
@@ -525,8 +525,8 @@ func TestEnvironmentTCPSettings(t *testing.T) {
 	e := r.Environments[0]
 	assert.Equal(t, "bbr", e.TCPCongestion)
 	assert.True(t, e.LoopbackQuickACK)
-	assert.Contains(t, envLines(e), [2]string{"Runtime", "go1.26.8; ports 32768 60999; TCP bbr; loopback quickack"})
+	assert.Contains(t, envLines(e), [2]string{"Runtime", "go1.26.8; ports 32768–60999; TCP bbr; loopback quickack"})
 
 	e.LoopbackQuickACK = false
-	assert.Contains(t, envLines(e), [2]string{"Runtime", "go1.26.8; ports 32768 60999; TCP bbr"})
+	assert.Contains(t, envLines(e), [2]string{"Runtime", "go1.26.8; ports 32768–60999; TCP bbr"})
 }

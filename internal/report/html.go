@@ -39,11 +39,28 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"fanoutCells":   fanoutCells,
 	"median":        fmtMedian,
 	"group":         group,
+	"minWidth":      minWidth,
 	"f1":            func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 }).Parse(htmlSource))
 
 // palette colours the series of the charts.
-var palette = []string{"#1f5fa8", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#475569"}
+// palette colours the series of the charts: Okabe and Ito's eight colours,
+// told apart with every common colour-vision deficiency (their yellow,
+// too faint on white, gives way to a grey).
+var palette = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#7f7f7f"}
+
+// Chart text is drawn at chartFont in the chart's own units; a chart is
+// never shown narrower than makes that minChartFont pixels: on a narrow
+// screen it scrolls in its box instead.
+const (
+	chartFont    = 12.0
+	minChartFont = 11.0
+)
+
+// minWidth is the narrowest a chart drawn w wide may be shown.
+func minWidth(w float64) string {
+	return strconv.FormatFloat(math.Ceil(w*minChartFont/chartFont), 'f', 0, 64)
+}
 
 type svgTick struct {
 	Pos   float64
@@ -64,9 +81,15 @@ type svgBar struct {
 // barChart is the horizontal bar chart of "Is it fast?".
 type barChart struct {
 	Width, Height, Left, PlotW, BarH float64
-	Bars                             []svgBar
-	Ticks                            []svgTick
+	// AxisY is the bottom of the bars' axis, where the ticks' labels sit;
+	// XLabel, the axis's title, goes under them.
+	AxisY  float64
+	XLabel string
+	Bars   []svgBar
+	Ticks  []svgTick
 }
+
+func (c *barChart) Right() float64 { return c.Left + c.PlotW }
 
 type svgDot struct {
 	X, Y  float64
@@ -101,6 +124,15 @@ type lineChart struct {
 	XTicks, YTicks                         []svgTick
 	XLabel, YLabel                         string
 	Series                                 []svgSeries
+	// Keys explain the marks other than the series' lines and dots.
+	Keys []svgKey
+}
+
+// svgKey is one entry of a chart's key: a mark ("fail", "hollow" or
+// "dash") and what it means.
+type svgKey struct {
+	Mark, Text string
+	X, Y       float64
 }
 
 func (c *lineChart) Bottom() float64 { return c.Top + c.PlotH }
@@ -138,6 +170,21 @@ func (c *lineChart) fitLegend() *lineChart {
 		ps[i] = &c.Series[i]
 	}
 	c.Height = layoutLegend(ps, c.Left, c.PlotW, c.Bottom()+60)
+	var fail, hollow, dash bool
+	for _, s := range c.Series {
+		fail = fail || len(s.Fails) > 0
+		hollow = hollow || len(s.Hollow) > 0
+		dash = dash || s.Dash != ""
+	}
+	key := func(on bool, mark, text string) {
+		if on {
+			c.Keys = append(c.Keys, svgKey{Mark: mark, Text: text, X: c.Left, Y: c.Height + 10})
+			c.Height += legendRow
+		}
+	}
+	key(fail, "fail", "failed: no score (the letters: its notes)")
+	key(hollow, "hollow", "runs under a second: no score")
+	key(dash, "dash", "dashed: fan-out, a broadcast's send to its last receiver")
 	return c
 }
 func (c *lineChart) Right() float64 { return c.Left + c.PlotW }
@@ -195,7 +242,8 @@ func (r *Report) fastChart() *barChart {
 		}
 		c.Bars = append(c.Bars, b)
 	}
-	c.Height = 10 + float64(len(t.Rows))*(c.BarH+8) + 26
+	c.AxisY = 10 + float64(len(t.Rows))*(c.BarH+8) + 26
+	c.Height, c.XLabel = c.AxisY+20, "messages per second"
 	for _, v := range linTicks(scale, 5) {
 		c.Ticks = append(c.Ticks, svgTick{Pos: c.Left + c.PlotW*v/scale, Label: group(int64(math.Round(v)))})
 	}
@@ -688,10 +736,10 @@ func (r *Report) renderHTML(w io.Writer) error {
 	return htmlTemplate.Execute(w, d)
 }
 
-// Chart text is 12px; charWidth is the widest average advance of a
+// charWidth is the widest average advance of a
 // character of the fonts the charts ask for (Helvetica, Arial), with a
 // margin, so that labels placed by labelWidth never touch.
-const charWidth = 12 * 0.62
+const charWidth = chartFont * 0.62
 
 // labelWidth is the width a chart label takes.
 func labelWidth(s string) float64 { return float64(utf8.RuneCountInString(s)) * charWidth }

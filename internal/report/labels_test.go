@@ -159,7 +159,7 @@ func TestHTMLIsResponsive(t *testing.T) {
 	svgs := regexp.MustCompile(`<svg[^>]*>`).FindAllString(html, -1)
 	require.NotEmpty(t, svgs)
 	for _, s := range svgs {
-		assert.Regexp(t, `^<svg viewBox="0 0 [\d.]+ [\d.]+" style="max-width: [\d.]+px"`, s)
+		assert.Regexp(t, `^<svg viewBox="0 0 [\d.]+ [\d.]+" style="max-width: [\d.]+px; min-width: \d+px"`, s)
 		assert.NotRegexp(t, ` (width|height)=`, s, "a fixed size does not scale")
 	}
 	tables := strings.Count(html, "<table")

@@ -515,7 +515,7 @@ func envLines(e Environment) [][2]string {
 		limits = append(limits, "open files "+group(e.OpenFilesSoft)+"/"+group(e.OpenFilesHard))
 	}
 	if e.EphemeralPorts != "" {
-		limits = append(limits, "ports "+e.EphemeralPorts)
+		limits = append(limits, "ports "+strings.Join(strings.Fields(e.EphemeralPorts), "–"))
 	}
 	if e.TCPCongestion != "" {
 		limits = append(limits, "TCP "+e.TCPCongestion)
