@@ -128,6 +128,7 @@ type loadOptions struct {
 	floor                      bool // --floor: measure the kernel floor first (floor.go)
 	batchReads, strictOrder    bool
 	strict                     bool
+	maxPacket                  int
 	engine                     string
 	loops                      int
 	cpuprofile                 string
@@ -229,6 +230,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.DurationVar(&o.slo, "slo", swarm.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
 	f.BoolVar(&o.strictOrder, "strict-order", false, "fail a run when a chat reaches a user after a later chat of its room (by default reordering is counted and reported; volanogo serve keeps each room's order)")
 	f.BoolVar(&o.strict, "strict", false, "fail a run when a packet from outside it reaches one of its users (another user's chat, entry or exit, a whisper, a beep, a private session, a packet no run asks for; by default counted apart)")
+	f.IntVar(&o.maxPacket, "max-packet", swarm.DefaultMaxPacket, "largest packet a user accepts from the server, in bytes (what a hostile server can make each user hold; the original server's room list is 99 KB at 10,000 rooms)")
 	f.StringVar(&o.engine, "engine", swarm.EngineGoroutine, "how the users' sockets are read and paced chats sent in the timed phase: goroutine (one per user; every scenario) or epoll (event loops on their own threads, see --loops; Linux, TCP, turns and paced: storm and churn run on goroutines)")
 	f.IntVar(&o.loops, "loops", 0, "--engine epoll: the number of event loops (default: half the processors, at least one)")
 	f.BoolVar(&o.batchReads, "batch-reads", false, "turn-taking over TCP (Linux): wake each user once per turn (SO_RCVLOWAT); less client CPU, delivery latency of turn-giving messages only")
@@ -293,6 +295,9 @@ func (o *loadOptions) config() (campaign.Config, error) {
 	if o.discard < 0 {
 		return campaign.Config{}, usage("--discard: must not be negative (%d)", o.discard)
 	}
+	if o.maxPacket < swarm.MinMaxPacket {
+		return campaign.Config{}, usage("--max-packet: %d bytes is below %d, less than a chat of the longest names and text", o.maxPacket, swarm.MinMaxPacket)
+	}
 	if o.cpuprofile != "" && strings.TrimSpace(o.procs) != "" {
 		return campaign.Config{}, usage("--cpuprofile profiles one process: not with --procs")
 	}
@@ -313,6 +318,7 @@ func (o *loadOptions) config() (campaign.Config, error) {
 			Loops:              o.loops,
 			StrictOrder:        o.strictOrder,
 			Strict:             o.strict,
+			MaxPacket:          o.maxPacket,
 			Seed:               o.seed,
 			StormAt:            o.stormAt,
 			StormShare:         o.stormShare,

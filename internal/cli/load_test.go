@@ -69,7 +69,8 @@ func TestLoadFlags(t *testing.T) {
 				assert.Equal(t, campaign.Config{Host: "example.org", Port: 8001, Start: 3, Steps: []int{50},
 					Spec: swarm.Spec{Users: 5, Count: 0, Duration: 5 * time.Second, ConnectRate: 100, ConnectConcurrency: 4,
 						StallTimeout: 2 * time.Second, Bind: []string{"127.0.0.2", "127.0.0.3"}, SLO: 50 * time.Millisecond,
-						StormShare: 1, StormBackoff: 50 * time.Millisecond, StormBackoffMax: 2 * time.Second, Engine: swarm.EngineGoroutine},
+						StormShare: 1, StormBackoff: 50 * time.Millisecond, StormBackoffMax: 2 * time.Second, Engine: swarm.EngineGoroutine,
+						MaxPacket: swarm.DefaultMaxPacket},
 					Transport: "ws", URL: "ws://h:1/chat", Label: "L", ServerMetrics: "http://h/metrics", Runs: 4, Discard: 2,
 					ClientTimeout: 10 * time.Minute, SplitWhenNeeded: true, CommandLine: c.CommandLine}, c)
 			}},
@@ -99,6 +100,10 @@ func TestLoadFlags(t *testing.T) {
 			assert.True(t, c.Spec.BatchReads)
 			assert.False(t, c.Spec.Strict)
 		}},
+		{args: []string{"--max-packet", "4096"}, check: func(t *testing.T, c campaign.Config) {
+			assert.Equal(t, 4096, c.Spec.MaxPacket)
+		}},
+		{args: []string{"--max-packet", "100"}, code: 2, err: "--max-packet: 100 bytes is below 1024"},
 		{args: []string{"--strict"}, check: func(t *testing.T, c campaign.Config) {
 			assert.True(t, c.Spec.Strict)
 			assert.False(t, c.Spec.StrictOrder, "order is --strict-order's")

@@ -327,7 +327,7 @@ func (l *evLoop) run() {
 				continue
 			}
 			if u.rd == nil {
-				u.rd = l.reader(u.l)
+				u.rd = l.reader(u.l, u.r.rs.spec.MaxPacket)
 			}
 			u.l.mayRead = true
 			if events[i].Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
@@ -410,7 +410,7 @@ func (l *evLoop) prefetch(events []unix.EpollEvent) {
 }
 
 // reader lends a reader of lk: the last one given back, or a new one.
-func (l *evLoop) reader(lk *link) *protocol.Reader {
+func (l *evLoop) reader(lk *link, maxPacket int) *protocol.Reader {
 	n := len(l.readers)
 	if n == 0 {
 		return protocol.NewReader(lk, maxPacket)

@@ -314,7 +314,7 @@ func TestLoopPathAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.prefetch(events)
-		u.rd = l.reader(u.l)
+		u.rd = l.reader(u.l, DefaultMaxPacket)
 		u.l.mayRead = true
 		stop, err := u.pump(u.turnFrame)
 		if stop || err != nil || u.rd.Buffered() != 0 {

@@ -16,10 +16,14 @@ import (
 // delivering to the room's last member after lastDelay(), so that the
 // room's chats can reach that member out of order (the original Java
 // server relays from several threads) and the fan-out has a known spread.
-// It answers only what a turn-taking run needs.
+// It answers only what a turn-taking run needs. With partial set it is
+// hostile: at the first chat it sends partial (a packet's beginning, never
+// its end) to every connection, and relays nothing more.
 type fakeServer struct {
 	ln        net.Listener
 	lastDelay func() time.Duration
+	partial   []byte
+	hostile   sync.Once
 
 	mu    sync.Mutex
 	rooms map[string][]*fakeConn
@@ -60,6 +64,21 @@ func newFakeServer(t *testing.T, lastDelay func() time.Duration) *fakeServer {
 }
 
 func (s *fakeServer) addr() string { return s.ln.Addr().String() }
+
+// sendPartial writes the partial packet to every connection, each from a
+// goroutine of its own (a client that stops reading blocks its write
+// until it closes).
+func (s *fakeServer) sendPartial() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.write(s.partial)
+		}()
+	}
+}
 
 func (s *fakeServer) accept() {
 	defer s.wg.Done()
@@ -142,6 +161,10 @@ func (s *fakeServer) serve(c *fakeConn) {
 				RoomType: protocol.RoomNormal, Count: int32(len(users)), Users: users}).AppendPacket(nil)
 			c.write(b)
 		case *protocol.Chat:
+			if s.partial != nil {
+				s.hostile.Do(s.sendPartial)
+				continue
+			}
 			ind, _ := (&protocol.Chat{Type: protocol.Indication, RoomName: c.room, UserName: c.name, Text: protocol.Trim(p.Text)}).AppendPacket(nil)
 			conf, _ := (&protocol.Chat{Type: protocol.Confirm, RoomName: c.room}).AppendPacket(nil)
 			others := s.others(c)

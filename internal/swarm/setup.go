@@ -17,10 +17,6 @@ func openFilesSoft() int64 {
 	return soft
 }
 
-// maxPacket bounds one packet from the server. Access and RoomList
-// confirms list every room on the server, so they grow with the run.
-const maxPacket = 4 << 20
-
 // limiter is a token bucket of one token: new connections at most rate per
 // second (a nil limiter does not limit).
 type limiter struct {
@@ -132,7 +128,7 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 			// The confirm lists every room on the server: let its buffer
 			// go rather than keep it for the whole run (100 KB a user at
 			// 10,000 rooms).
-			u.rd = protocol.NewReader(l, maxPacket)
+			u.rd = protocol.NewReader(l, rs.spec.MaxPacket)
 		}
 		if err := l.write(u.enter); err != nil {
 			return u.failIO("send EnterRoom", err)
@@ -197,7 +193,7 @@ func (u *user) connect(ctx context.Context) (*link, error) {
 		return nil, errAborted
 	}
 	u.l = l
-	u.rd = protocol.NewReader(l, maxPacket)
+	u.rd = protocol.NewReader(l, rs.spec.MaxPacket)
 	return l, nil
 }
 

@@ -40,7 +40,22 @@ const (
 	// attempt, doubling to at most 2 s.
 	DefaultStormBackoff    = 50 * time.Millisecond
 	DefaultStormBackoffMax = 2 * time.Second
+	// DefaultMaxPacket bounds one packet a user reads from the server, and
+	// so what a hostile server can make it hold. The largest a client
+	// receives from volanogo serve is an EnterRoom confirm of a full room
+	// (25 users, names of 20 and profiles of 200 characters at 3 bytes
+	// each: 17,988 bytes); its room lists stop at 16 KiB of names
+	// (RoomListMaxBytes). The original server lists every room: 98,909
+	// bytes at Room1 to Room10000 (the largest documented run), about
+	// 12,900 rooms within this bound; more need Spec.MaxPacket (load
+	// --max-packet).
+	DefaultMaxPacket = 128 << 10
 )
+
+// MinMaxPacket is the least Spec.MaxPacket: the longest chat indication
+// a server sends under the original's limits (room name of 100, user name
+// of 20 and text of 200 characters, 3 bytes each) is 977 bytes.
+const MinMaxPacket = 1 << 10
 
 // MarkText is the text of every chat Mark sends: "123456789 " six times.
 // The swarm sends the same length with numbers in it (see ledger.go).
@@ -121,6 +136,11 @@ type Spec struct {
 	// share the machine, as on loopback).
 	Engine string
 	Loops  int
+
+	// MaxPacket is the largest packet a user accepts from the server, in
+	// bytes (0: DefaultMaxPacket); a larger one fails the user, naming
+	// the bound.
+	MaxPacket int
 }
 
 // Phase is a stage of a run, as an Observer learns of it.
@@ -208,6 +228,9 @@ func (s *Spec) normalize(t Target) error {
 	if s.SLO <= 0 {
 		s.SLO = DefaultSLO
 	}
+	if s.MaxPacket == 0 {
+		s.MaxPacket = DefaultMaxPacket
+	}
 	switch s.Scenario {
 	case "":
 		s.Scenario = results.ScenarioTurns
@@ -271,6 +294,8 @@ func (s *Spec) normalize(t Target) error {
 		return cfgErr("count 0 runs forever: give a duration")
 	case s.ConnectRate < 0:
 		return cfgErr("connect rate: must not be negative")
+	case s.MaxPacket < MinMaxPacket:
+		return cfgErr("max packet: %d bytes is below %d, less than a chat of the longest names and text", s.MaxPacket, MinMaxPacket)
 	}
 	if _, err := ParseBind(s.Bind); err != nil {
 		return &ConfigError{Err: err}

@@ -77,6 +77,7 @@ func TestSpecErrors(t *testing.T) {
 		{Spec{Rooms: []int{1}, Count: 10, Pause: time.Second, Scenario: results.ScenarioStorm, StormAt: time.Minute}, tcp, "storm: at 1m0s, the run is over (it lasts 10s)"},
 		{Spec{Rooms: []int{1}, Count: 10, Pause: time.Second, Scenario: results.ScenarioStorm, StormShare: 2}, tcp, "storm: the share of users must be between 0 and 1 (2)"},
 		{Spec{Rooms: []int{1}, Count: 0, Scenario: results.ScenarioChurn, Duration: time.Second}, tcp, "churn: count must be at least 1"},
+		{Spec{Rooms: []int{1}, Count: 1, MaxPacket: 100}, tcp, "max packet: 100 bytes is below 1024"},
 	} {
 		_, err := Run(context.Background(), tc.spec, tc.target, &observer{})
 		var ce *ConfigError

@@ -422,6 +422,10 @@ func (u *user) failIO(what string, err error) *userError {
 	switch {
 	case errors.As(err, &de):
 		kind = results.FailProtocol
+		if errors.Is(err, protocol.ErrTooLarge) {
+			what += fmt.Sprintf(": a packet from the server passed the client's bound of %d bytes (a hostile or broken server, or a room list longer than the bound: --max-packet raises it)",
+				u.r.rs.spec.MaxPacket)
+		}
 	case kind == results.FailClosed:
 		what = "disconnected from server"
 	case kind == results.FailTimeout && errors.Is(err, os.ErrDeadlineExceeded):
