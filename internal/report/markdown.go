@@ -239,7 +239,7 @@ func (r *Report) renderCSV(w io.Writer) error {
 		if step != 0 {
 			s = strconv.FormatInt(step, 10)
 		}
-		_ = cw.Write([]string{table, platform, s, metric, value})
+		_ = cw.Write([]string{csvCell(table), csvCell(platform), s, csvCell(metric), csvCell(value)})
 	}
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	f64 := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

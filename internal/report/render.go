@@ -23,9 +23,9 @@ func (r *Report) Render(w io.Writer, format string) error {
 	var err error
 	switch format {
 	case "text", "":
-		err = r.renderText(bw)
+		err = r.renderText(termWriter{bw})
 	case "markdown", "md":
-		err = r.renderMarkdown(bw)
+		err = r.renderMarkdown(termWriter{bw})
 	case "json":
 		enc := json.NewEncoder(bw)
 		enc.SetIndent("", "  ")

@@ -137,3 +137,27 @@ func TestOutsideOther(t *testing.T) {
 	d = runExpectFailure(t, cfg)
 	assert.Equal(t, results.FailProtocol, failureKinds(d)[0], "%+v", d.Failures)
 }
+
+// TestStreamableErrorQuoted: a StreamableError fails the run (as Mark
+// counts it) with the server's text quoted: a terminal that shows the
+// summary is not driven by escape sequences in it.
+func TestStreamableErrorQuoted(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	var injected atomic.Bool
+	se, err := (&protocol.StreamableError{Type: protocol.Request, Text: "java.lang.Error: \x1b]0;owned\x07\x1b[2J"}).AppendPacket(nil)
+	require.NoError(t, err)
+	p := newProxy(t, s.Addr().String(), func(conn int, f protocol.Frame) [][]byte {
+		if conn == 2 && isChatIndication(f) && injected.CompareAndSwap(false, true) {
+			return [][]byte{se, copyRaw(f)}
+		}
+		return [][]byte{copyRaw(f)}
+	})
+	cfg := tcpConfig(p.addr())
+	cfg.Rooms, cfg.Users, cfg.Count = 1, 4, 5
+	d := runExpectFailure(t, cfg)
+	f := failure(d, results.FailServerError)
+	require.NotNil(t, f, "%+v", d.Failures)
+	assert.Equal(t, `Mark3 in Room1: StreamableError: "java.lang.Error: \x1b]0;owned\a\x1b[2J"`, f.Example)
+	assert.Equal(t, int64(4*5), d.Counts.Sent, "the run goes on")
+}

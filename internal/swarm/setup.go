@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -250,7 +251,7 @@ func (u *user) aside(f protocol.Frame, what string) error {
 		if p, err := f.Decode(); err == nil {
 			text = p.(*protocol.StreamableError).Text
 		}
-		return &userError{u: u, kind: results.FailServerError, what: "StreamableError while waiting for " + what + ": " + text}
+		return &userError{u: u, kind: results.FailServerError, what: "StreamableError while waiting for " + what + ": " + strconv.Quote(text)}
 	case protocol.IDPing:
 		if f.Type == protocol.Request {
 			if err := u.l.write(protocol.AppendHeader(nil, protocol.IDPing, protocol.Response)); err != nil {

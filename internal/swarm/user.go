@@ -443,5 +443,6 @@ func (u *user) serverError(f protocol.Frame) {
 			text = se.Text
 		}
 	}
-	u.r.rs.failures.Add(results.FailServerError, u.String()+": StreamableError: "+text, time.Now())
+	// Quoted: the server's text reaches a terminal.
+	u.r.rs.failures.Add(results.FailServerError, u.String()+": StreamableError: "+strconv.Quote(text), time.Now())
 }
