@@ -100,7 +100,7 @@ func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
 			return nil, err
 		}
 	}
-	c.reader = protocol.NewReader(nc, s.cfg.MaxPacket)
+	c.reader = protocol.NewReader(withLowWater(nc), s.cfg.MaxPacket)
 	return c, nil
 }
 

@@ -31,6 +31,12 @@ type dec struct {
 	arr  string // array being read ("users", "rooms"), for error field names
 	elem int
 
+	walked int // array elements walked (a Reader sums them: tests check the work)
+
+	// memo, when set (a Reader's scan), is where the last scan of this
+	// packet stopped inside an array; a scan resumes there.
+	memo *scanMemo
+
 	// failure
 	code    error
 	field   string
@@ -38,6 +44,48 @@ type dec struct {
 	errElem int
 	at      int
 	need    int // with ErrIncomplete: the packet needs at least this many bytes
+}
+
+// scanMemo is how far a scan of a partial packet got inside its array:
+// the elements before elem, which end at off, are complete. A rescan
+// with more bytes walks the header and the few fields before the array
+// again, and resumes the array at elem, so that each element is walked
+// once however the packet arrives (walked from the start on every read,
+// a 64 KiB packet trickled a few bytes per read cost seconds of CPU).
+// Offsets count from the packet's first byte; every packet has at most
+// one array.
+type scanMemo struct {
+	at   int // offset of the array's first element; 0: no memo
+	elem int
+	off  int
+}
+
+// resume starts the walk of the array whose first element is at d.off:
+// it returns the element to start at, having moved d.off to it.
+func (d *dec) resume() int {
+	if m := d.memo; m != nil && m.at == d.off && m.at != 0 {
+		d.off = m.off
+		return m.elem
+	}
+	return 0
+}
+
+// walkedTo records where to resume after the walk of an array of n
+// elements of at least size bytes that began at start: past its end when
+// it is complete, else at the element i, which began at off, that was not
+// all there. Then the packet needs the bytes of the elements after i too
+// (at least size each): a Reader waits for them before it scans again.
+func (d *dec) walkedTo(start, i, off, n, size int) {
+	if d.code == ErrIncomplete {
+		d.need = min(d.need+(n-i-1)*size, d.limit)
+	}
+	switch {
+	case d.memo == nil:
+	case d.code == nil:
+		*d.memo = scanMemo{at: start, elem: i, off: d.off}
+	case d.code == ErrIncomplete:
+		*d.memo = scanMemo{at: start, elem: i, off: off}
+	}
 }
 
 func (d *dec) error() error {
@@ -209,22 +257,31 @@ func (d *dec) strs8(field string, maxChars int) []string {
 		return nil
 	}
 	var out []string
+	start, i, at := d.off, 0, d.off
 	if !d.skip {
 		out = make([]string, n)
+	} else {
+		i = d.resume()
 	}
 	d.arr = field
-	for i := 0; i < n; i++ {
+	for ; i < n; i++ {
 		d.elem = i
-		at := d.off
+		d.walked++
+		at = d.off
 		s := d.str("")
-		if out != nil && d.code == nil {
+		if d.code != nil {
+			break
+		}
+		if out != nil {
 			if utf16Units(s) > maxChars {
 				d.fail("", at, ErrStringTooLong)
+				break
 			}
 			out[i] = s
 		}
 	}
 	d.arr = ""
+	d.walkedTo(start, i, at, n, 2)
 	if d.code != nil {
 		return nil
 	}
@@ -236,18 +293,27 @@ func (d *dec) strElems(field string, n int) []string {
 		return nil
 	}
 	var out []string
+	start, i, at := d.off, 0, d.off
 	if !d.skip {
 		out = make([]string, n)
+	} else {
+		i = d.resume()
 	}
 	d.arr = field
-	for i := 0; i < n; i++ {
+	for ; i < n; i++ {
 		d.elem = i
+		d.walked++
+		at = d.off
 		s := d.str("")
+		if d.code != nil {
+			break
+		}
 		if out != nil {
 			out[i] = s
 		}
 	}
 	d.arr = ""
+	d.walkedTo(start, i, at, n, 2)
 	if d.code != nil {
 		return nil
 	}
@@ -283,23 +349,32 @@ func (d *dec) users(field string) []User {
 		return nil
 	}
 	var out []User
+	start, i, at := d.off, 0, d.off
 	if !d.skip {
 		out = make([]User, n)
+	} else {
+		i = d.resume()
 	}
 	d.arr = field
-	for i := 0; i < n; i++ {
+	for ; i < n; i++ {
 		d.elem = i
+		d.walked++
+		at = d.off
 		var u User
 		u.Name = d.str("name")
 		u.Profile = d.str("profile")
 		u.Host = d.str("host")
 		u.Member = d.str("member")
 		u.Link = d.str("link")
+		if d.code != nil {
+			break
+		}
 		if out != nil {
 			out[i] = u
 		}
 	}
 	d.arr = ""
+	d.walkedTo(start, i, at, n, minUser)
 	if d.code != nil {
 		return nil
 	}

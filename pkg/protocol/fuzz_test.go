@@ -5,13 +5,15 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"testing"
 )
 
 // FuzzDecode checks, for any input: Decode does not panic; a decoded packet
 // re-encodes to bytes that decode to an equal packet; the Reader cuts the
-// same frames whether the input arrives in one read or in two (split at a
-// point derived from the input), and its frames agree with Decode.
+// same frames whether the input arrives in one read, in two (split at a
+// point derived from the input) or 1 to 3 bytes per read, and its frames
+// agree with Decode.
 func FuzzDecode(f *testing.F) {
 	for _, s := range allCaptures(f) {
 		f.Add(s.Data)
@@ -68,6 +70,17 @@ func FuzzDecode(f *testing.F) {
 		}
 		if errString(werr) != errString(perr) {
 			t.Fatalf("split at %d: error %v, %v in one read", split, perr, werr)
+		}
+		// and trickled, 1 to 3 bytes per read: the resumed scans cut
+		// the same frames
+		drip, derr := fuzzFrames(t, &chunkReader{data: data, rng: rand.New(rand.NewPCG(uint64(split), 1)), max: 3})
+		if len(whole) != len(drip) || errString(werr) != errString(derr) {
+			t.Fatalf("trickled: %d frames (%v), %d in one read (%v)", len(drip), derr, len(whole), werr)
+		}
+		for i := range whole {
+			if !bytes.Equal(whole[i], drip[i]) {
+				t.Fatalf("trickled: frame %d differs", i)
+			}
 		}
 
 		// Frames agree with Decode.

@@ -40,7 +40,31 @@ type Reader struct {
 	rerr  error // error from the underlying reader, after its bytes
 
 	timeout error // a deadline error that came with bytes, returned if they do not complete a packet
+
+	lw      LowWater // r, when it has a low-water mark
+	lowat   int      // the source's low-water mark as last set (0: never set; -1: off)
+	memo    scanMemo // where the scan of the partial packet at start stopped
+	walked  int      // array elements the scans walked (tests check the work per packet)
+	frames  uint64   // frames returned
+	partial bool     // the last Next stopped inside a packet
 }
+
+// LowWater is implemented by a source that can hold back its reader until
+// at least n bytes have come (a TCP socket's SO_RCVLOWAT; a read still
+// returns at once the bytes already there). A Reader whose source has it
+// asks for what the packet it is in still needs at least, when the packet
+// is lowWaterMin bytes or more, and for 1 again before it reads on: a
+// packet trickled a few bytes per write then wakes its reader a few times,
+// not once per write. An error turns it off for the stream.
+type LowWater interface {
+	SetReadLowWater(n int) error
+}
+
+// lowWaterMin is the smallest packet for which a Reader sets its source's
+// low-water mark: more than any packet a client sends in the normal
+// course (a chat is under 300 bytes), so that ordinary traffic never
+// costs the calls.
+const lowWaterMin = 512
 
 // NewReader returns a Reader of r that refuses packets larger than
 // maxPacket bytes (ErrTooLarge); maxPacket <= 0 means DefaultMaxPacket.
@@ -48,7 +72,8 @@ func NewReader(r io.Reader, maxPacket int) *Reader {
 	if maxPacket <= 0 {
 		maxPacket = DefaultMaxPacket
 	}
-	return &Reader{r: r, max: maxPacket}
+	lw, _ := r.(LowWater)
+	return &Reader{r: r, max: maxPacket, lw: lw}
 }
 
 // Reset makes r a new Reader of src with the same limit, keeping its
@@ -58,12 +83,26 @@ func (r *Reader) Reset(src io.Reader) {
 	if len(buf) > initialBuffer {
 		buf = nil
 	}
-	*r = Reader{r: src, max: r.max, buf: buf}
+	lw, _ := src.(LowWater)
+	*r = Reader{r: src, max: r.max, buf: buf, lw: lw}
 }
 
 // Buffered returns the number of bytes read from the stream but not yet
 // returned as frames.
 func (r *Reader) Buffered() int { return r.end - r.start }
+
+// Partial reports whether the last call of Next stopped inside a packet:
+// it returned a retryable error (a deadline, a would-block) with the
+// packet's first bytes buffered and the rest still to come. packet
+// numbers that packet in the stream (0 for the first; it is the count
+// of frames returned before it), so that a caller bounding how long a
+// begun packet may take can tell the same packet, still partial, from
+// a later one: it notes the time when it first sees a packet number
+// partial, and closes the connection if the same number is partial
+// past its deadline.
+func (r *Reader) Partial() (packet uint64, ok bool) {
+	return r.frames, r.partial && r.err == nil
+}
 
 // Next returns the next complete packet. It returns io.EOF when the stream
 // ends cleanly between packets and io.ErrUnexpectedEOF when it ends inside
@@ -78,12 +117,16 @@ func (r *Reader) Next() (Frame, error) {
 	for {
 		need := 1
 		if r.end > r.start {
-			d := dec{b: r.buf[r.start:r.end], limit: r.max}
+			d := dec{b: r.buf[r.start:r.end], limit: r.max, memo: &r.memo}
 			d.scan()
+			r.walked += d.walked
 			if d.code == nil {
 				raw := r.buf[r.start : r.start+d.off : r.start+d.off]
 				r.start += d.off
 				r.timeout = nil
+				r.memo = scanMemo{}
+				r.frames++
+				r.partial = false
 				if r.start == r.end {
 					r.start, r.end = 0, 0
 				}
@@ -99,6 +142,7 @@ func (r *Reader) Next() (Frame, error) {
 			if !isTimeout(err) {
 				r.err = err
 			}
+			r.partial = r.end > r.start
 			return Frame{}, err
 		}
 	}
@@ -131,6 +175,26 @@ func isTimeout(err error) bool {
 	}
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
+}
+
+// lowWater tells a source with LowWater how many bytes to wait for: the
+// shortfall of a large packet, else 1 (any byte).
+func (r *Reader) lowWater(need, short int) {
+	if r.lowat < 0 {
+		return
+	}
+	n := 1
+	if need >= lowWaterMin {
+		n = max(short, 1)
+	}
+	if n == r.lowat || n == 1 && r.lowat == 0 {
+		return
+	}
+	if r.lw.SetReadLowWater(n) != nil {
+		r.lowat = -1
+		return
+	}
+	r.lowat = n
 }
 
 // maxEmptyReads bounds successive (0, nil) reads, as bufio does.
@@ -176,6 +240,9 @@ func (r *Reader) fill(need int) error {
 				return io.EOF
 			}
 			return io.ErrUnexpectedEOF
+		}
+		if r.lw != nil {
+			r.lowWater(need, need-(r.end-r.start))
 		}
 		n, err := r.r.Read(r.buf[r.end:])
 		if n < 0 || n > len(r.buf)-r.end {
