@@ -46,3 +46,6 @@ metric() {
 }
 
 load() { uptime | sed 's/.*load average/load average/'; }
+
+# cpu_s: the server's CPU time so far (user and system), in seconds.
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f\n", ($14 + $15) / hz}' "/proc/$SP/stat"; }

@@ -9,6 +9,9 @@
 //	attack -mode rooms     -n 5000            an Access naming a new 100-character room each
 //	attack -mode slow      -duration 30s      a chatting room with clients that never read
 //	attack -mode probe     -duration 10s      only the probe room
+//	attack -mode trickle   -n 16 [-whole] [-after-access] [-sink]
+//	                       64 KiB packets of 21,840 one-byte strings, 1-3 bytes per write
+//	attack -mode stray     -n 4               chats to a room the sender never entered
 //
 // With -probe (the default) a separate room of two users exchanges chats
 // at -probe-rate throughout and the delivery latency percentiles are
@@ -46,6 +49,10 @@ var (
 	tag       = flag.String("tag", strconv.Itoa(os.Getpid()), "room-name prefix (distinct per process)")
 	sleepers  = flag.Int("sleepers", 4, "slow: clients that never read, each replaced after 2 s")
 	linger    = flag.Duration("linger", 0, "rooms: keep the connections open this long after the last")
+	whole     = flag.Bool("whole", false, "trickle: send each packet in one write (the reference)")
+	afterAcc  = flag.Bool("after-access", false, "trickle: send Access first, then the packets (RoomList requests) on the same connection")
+	strayRoom = flag.String("stray-room", "Room1", "stray: the room the chats name (one the attackers never enter)")
+	sink      = flag.Bool("sink", false, "trickle: send to a listener of this process that reads each packet whole (SO_RCVLOWAT) and closes, instead of -addr: the attack's cost without the server's")
 )
 
 func main() {
@@ -73,6 +80,10 @@ func main() {
 		err = rooms()
 	case "slow":
 		err = slow()
+	case "trickle":
+		err = trickle()
+	case "stray":
+		err = stray()
 	case "probe":
 		// ends after -duration or at SIGINT/SIGTERM, printing its figures
 		sig := make(chan os.Signal, 1)

@@ -1,0 +1,54 @@
+#!/bin/sh
+# trickle.sh: N attackers send 64 KiB packets of 21,840 one-byte strings
+# (an Access confirm before Access; with AFTER=1, RoomList requests after
+# it), 1-3 bytes per write, for DUR; then the same packets whole. Prints
+# the server's CPU per packet each way and their ratio; then an honest
+# room's throughput (volanogo load -rooms 1) alone, beside the trickling
+# attackers, and beside the same attackers sending to a sink of their own
+# process that wakes once per packet (the attack's cost to the machine
+# without the server's: the least any server could leave).
+#
+#   bench/server/trickle.sh                       # N=16 DUR=10s ENGINE=goroutine
+#   ENGINE=epoll AFTER=1 bench/server/trickle.sh
+. "$(dirname "$0")/lib.sh"
+N=${N:-16}
+DUR=${DUR:-10s}
+ENGINE=${ENGINE:-goroutine}
+AFTER=${AFTER:-0}
+COUNT=${COUNT:-1000}
+flags="-probe=false -n $N -duration $DUR"
+[ "$AFTER" = 1 ] && flags="$flags -after-access"
+start_server --engine "$ENGINE"
+echo "engine $ENGINE, $N attackers, after Access: $AFTER; $(load)"
+for how in trickled whole; do
+	w=""
+	[ "$how" = whole ] && w="-whole"
+	c0=$(cpu_s)
+	out=$("$OUT/attack" -addr "$ADDR" -mode trickle $flags $w -tag "$how" | grep trickle_packets)
+	c1=$(cpu_s)
+	p=$(echo "$out" | sed 's/.*trickle_packets=\([0-9]*\).*/\1/')
+	a=$(echo "$out" | sed 's/.*attacker_cpu_s=\([0-9.]*\).*/\1/')
+	per=$(echo "scale=3; ($c1 - $c0) * 1000 / $p" | bc)
+	echo "$how: $out"
+	echo "$how: server CPU $(echo "$c1 - $c0" | bc) s for $p packets: $per ms per packet (attacker $a s)"
+	eval "per_$how=$per"
+done
+echo "trickled/whole server CPU per packet: $(echo "scale=2; $per_trickled / $per_whole" | bc)"
+honest() {
+	"$OUT/volanogo" load -host 127.0.0.1 -port "$PORT" -rooms 1 -count "$COUNT" -file /dev/null 2>&1 |
+		grep -E 'Average throughput|Turn time' | sed 's/  */ /g' | tr '\n' ' '
+}
+# beside MODE-FLAGS: the honest room while the attackers run
+beside() {
+	"$OUT/attack" -addr "$ADDR" -mode trickle $flags "$@" -duration 1h -tag during >"$OUT/during" 2>&1 &
+	ap=$!
+	sleep 1
+	honest
+	kill "$ap" 2>/dev/null || true
+	wait "$ap" 2>/dev/null || true
+}
+echo "honest room alone:                     $(honest)"
+echo "beside the attackers:                  $(beside)"
+[ "$AFTER" = 1 ] || echo "beside the attackers sending to a sink: $(beside -sink)"
+echo "honest room alone again:               $(honest)"
+echo "$(load)"
