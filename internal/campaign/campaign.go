@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +95,9 @@ type runSpec struct {
 	runID            string
 	// startAt is Config.StartAt for the first run, zero for the others.
 	startAt time.Time
+	// server is what the campaign knows of the server before the run:
+	// the command that starts it, the --server-label pairs.
+	server *results.ServerInfo
 }
 
 // Run runs the configured steps, each with its runs, and hands every run
@@ -228,6 +233,7 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*result
 		probe = metricsProbe{url: cfg.ServerMetrics}
 	}
 	var srv *spawned
+	spec.server = cfg.serverIdentity()
 	if cfg.spawned() {
 		var err error
 		if cfg.Serve {
@@ -277,8 +283,32 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*result
 		if doc.Server != nil {
 			doc.Server.CPUs = sysinfo.ProcessCPUs(srv.pid())
 		}
+		if !doc.Passed {
+			// The server's own words, when its metrics said nothing.
+			explainFailures(doc.Failures, srv.account())
+		}
 	}
 	return doc, err
+}
+
+// serverIdentity is what the configuration says of the server: the
+// command that starts it (--serve, --server-cmd) and the --server-label
+// pairs; nil when it says nothing.
+func (c *Config) serverIdentity() *results.ServerInfo {
+	var si *results.ServerInfo
+	switch {
+	case c.Serve:
+		si = commandIdentity(c.ServeCommand)
+	case c.ServerCmd != "":
+		si = commandIdentity(strings.Fields(c.ServerCmd))
+	}
+	if len(c.ServerLabels) > 0 {
+		if si == nil {
+			si = &results.ServerInfo{}
+		}
+		si.ApplyLabels(c.ServerLabels)
+	}
+	return si
 }
 
 // testHookServerStarted, when set, is called with the pid of each server
@@ -410,7 +440,12 @@ func (c *Config) finish(ctx context.Context, doc *results.Document, probe server
 				addFailure(doc, results.Failure{Kind: results.FailLeak, Count: 1, Example: msg, At: time.Now()})
 			}
 		}
-		annotateFailures(doc.Failures, outOfFiles(before, after))
+		first := before
+		if !first.ok {
+			first = w.start
+		}
+		explainFailures(doc.Failures, serverAccount(first, after))
+		doc.ServerInfo = identityOf(doc.ServerInfo, before, w.start, w.end, after)
 		for _, s := range []serverSample{before, w.start, w.end, after} {
 			if s.err != nil {
 				doc.Warnings = appendWarning(doc.Warnings, "the server's usage is unknown: "+s.err.Error())
@@ -461,6 +496,11 @@ func (c *Config) identify(d *results.Document, spec runSpec, target swarm.Target
 	if d.Config.ClientEngine == "" {
 		d.Config.ClientEngine = swarm.EngineGoroutine
 	}
+	if spec.server != nil {
+		si := *spec.server
+		si.Flags, si.Labels = slices.Clone(si.Flags), maps.Clone(si.Labels)
+		d.ServerInfo = &si
+	}
 	c.label(d)
 	if target.Transport == swarm.TransportWS {
 		d.Config.URL = target.URL
@@ -503,7 +543,7 @@ func (c *Config) label(d *results.Document) {
 	build := orDevel(buildinfo.Get().Version) + ", " + Environment().GoVersion
 	var base string
 	switch {
-	case c.Serve && d.Server != nil && d.Server.Engine != "":
+	case c.Serve && d.ServerEngine() != "":
 		d.Label = "volanogo " + engines + ", " + build
 		return
 	case c.Serve:
@@ -561,20 +601,4 @@ func addFailure(d *results.Document, f results.Failure) {
 		}
 	}
 	d.Failures = append(d.Failures, f)
-}
-
-// annotateFailures prefixes the examples of connection failures with
-// note (what the server said about them), if any.
-func annotateFailures(fs []results.Failure, note string) {
-	if note == "" {
-		return
-	}
-	for i := range fs {
-		switch fs[i].Kind {
-		case results.FailRefused, results.FailClosed, results.FailReset, results.FailTimeout, results.FailStall:
-			if !strings.HasPrefix(fs[i].Example, note) {
-				fs[i].Example = note + ": " + fs[i].Example
-			}
-		}
-	}
 }

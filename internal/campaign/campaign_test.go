@@ -448,8 +448,9 @@ func TestPacedSweepServerOutOfFiles(t *testing.T) {
 	kinds := failureKinds(broken)
 	require.NotEmpty(t, kinds)
 	assert.Subset(t, []string{results.FailOpenFiles, results.FailRefused, results.FailClosed, results.FailReset, results.FailTimeout}, kinds[:1])
-	assert.Contains(t, broken.Paced.Reason, "the server ran out of open files")
-	assert.Contains(t, broken.Failures[0].Example, "its open-files limit is 200")
+	assert.Contains(t, broken.Paced.Reason, "the server: ")
+	assert.Contains(t, broken.Paced.Reason, "(open_files)", "the server's own reason")
+	assert.Contains(t, broken.Failures[0].Server, "open-files limit is 200")
 	require.Len(t, rec.stopped, 1)
 	assert.Equal(t, 200, rec.stopped[0].Rooms)
 }

@@ -53,6 +53,11 @@ type Config struct {
 
 	// ServerMetrics is a Prometheus URL of the server (CPU, RSS).
 	ServerMetrics string
+	// ServerLabels are key=value pairs that describe the server (load
+	// --server-label), recorded in every run's ServerInfo; the keys
+	// product, version and engine set those fields for a server that
+	// cannot say them itself.
+	ServerLabels map[string]string
 	// Serve starts a fresh `volanogo serve` per run with ServeCommand
 	// (default: this executable, "serve", loopback ports 0).
 	Serve        bool

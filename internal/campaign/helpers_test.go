@@ -62,6 +62,16 @@ func helperServe(args []string) int {
 			cfg.MetricsListen = args[i+1]
 		case "--ws-listen":
 			cfg.WSListen = args[i+1]
+		case "--max-connections":
+			cfg.MaxConnections, _ = strconv.Atoi(args[i+1])
+		case "--fail-once":
+			// The first start fails (a server that works on the second
+			// try): it leaves the file behind for the next.
+			if _, err := os.Stat(args[i+1]); err != nil {
+				_ = os.WriteFile(args[i+1], nil, 0o644)
+				fmt.Fprintln(os.Stderr, "java.net.SocketException: Too many open files")
+				return 1
+			}
 		}
 	}
 	s, err := server.New(cfg)

@@ -7,15 +7,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/volanogo/volanogo/internal/handshake"
 	"github.com/volanogo/volanogo/internal/metrics"
@@ -41,6 +47,17 @@ type serverSample struct {
 	// Out of descriptors: connections refused at accept for lack of
 	// descriptors, and the limit (0: unknown).
 	refusedOpenFiles, maxFDs int64
+	// version is the version the server said (volanogo_server_info) and
+	// env its machine (volanogo_server_environment_info), when it said.
+	version string
+	env     *results.Environment
+	// reasons counts the server's closes, refusals and accept errors so
+	// far, by "what:reason" (see serverAccount).
+	reasons map[string]float64
+	// gc is the server's GC pause histogram so far (hasGC: it has one).
+	gc      []metrics.Bucket
+	gcCount float64
+	hasGC   bool
 	// err is why the sample could not be taken (ok is then false).
 	err error
 }
@@ -96,10 +113,27 @@ func (p metricsProbe) sample(ctx context.Context) serverSample {
 	}
 	for _, x := range s["volanogo_server_info"] {
 		if e := x.Labels["engine"]; e != "" {
-			out.engine = e
+			out.engine, out.version = e, x.Labels["version"]
 			break
 		}
 	}
+	for _, x := range s["volanogo_server_environment_info"] {
+		env := results.EnvironmentFromInfo(x.Labels)
+		out.env = &env
+		break
+	}
+	out.reasons = map[string]float64{}
+	for _, m := range []struct{ name, what, label string }{
+		{"volanogo_connections_closed_total", "closed", "reason"},
+		{"volanogo_connections_refused_total", "refused", "reason"},
+		{"volanogo_requests_refused_total", "request", "reason"},
+		{"volanogo_accept_errors_total", "accept", "kind"},
+	} {
+		for _, x := range s[m.name] {
+			out.reasons[m.what+":"+x.Labels[m.label]] += x.Value
+		}
+	}
+	out.gc, out.gcCount, out.hasGC = s.Histogram("volanogo_gc_pause_seconds")
 	if v, ok := s.Get("volanogo_server_coalesce_seconds"); ok {
 		out.coalesce = v
 	}
@@ -135,6 +169,16 @@ func serverUsage(a, b serverSample, elapsed float64, total int64) *results.Serve
 	}
 	if b.hasOpen {
 		u.OpenConnections = b.open
+	}
+	if a.hasGC && b.hasGC {
+		d, n := metrics.HistogramDelta(a.gc, b.gc, a.gcCount, b.gcCount)
+		u.GCPauses = int64(n)
+		if p, ok := metrics.Quantile(d, n, 0.99); ok && !math.IsInf(p, 1) {
+			u.GCPauseP99Seconds = p
+		}
+		if m, ok := metrics.Max(d, n); ok && !math.IsInf(m, 1) {
+			u.GCPauseMaxSeconds = m
+		}
 	}
 	if elapsed > 0 {
 		u.CPUPercent = u.CPUSeconds / elapsed * 100
@@ -394,26 +438,246 @@ func (s *spawned) stop() {
 
 func (s *spawned) pid() int { return s.cmd.Process.Pid }
 
-// outOfFiles says whether the server ran out of descriptors between two
-// samples, and how: "" when it did not or it is unknown.
-func outOfFiles(a, b serverSample) string {
+// serverAccount is the server's own account of a run, from two samples:
+// the connections it refused and closed, the accepts that failed and the
+// requests it refused in between, by reason as it counts them (its
+// clients' own closes and the resets that follow them left out), and
+// whether it ran out of descriptors; "" when it says nothing.
+func serverAccount(a, b serverSample) string {
 	if !b.ok {
 		return ""
 	}
-	refused := b.refusedOpenFiles
-	if a.ok {
-		refused -= a.refusedOpenFiles
+	var parts []string
+	for _, w := range []struct{ what, one, many string }{
+		{"refused", "connection refused", "connections refused"},
+		{"accept", "accept failed", "accepts failed"},
+		{"closed", "connection closed", "connections closed"},
+		{"request", "request refused", "requests refused"},
+	} {
+		type rc struct {
+			reason string
+			n      int64
+		}
+		var rcs []rc
+		for k, v := range b.reasons {
+			what, reason, _ := strings.Cut(k, ":")
+			if what != w.what || quietClose[k] {
+				continue
+			}
+			if n := int64(v - a.reasons[k]); n > 0 {
+				rcs = append(rcs, rc{reason, n})
+			}
+		}
+		slices.SortFunc(rcs, func(x, y rc) int { return cmp.Or(cmp.Compare(y.n, x.n), cmp.Compare(x.reason, y.reason)) })
+		for _, r := range rcs {
+			text := w.many
+			if r.n == 1 {
+				text = w.one
+			}
+			parts = append(parts, fmt.Sprintf("%d %s (%s)", r.n, text, r.reason))
+		}
 	}
-	full := b.maxFDs > 0 && b.openFDs >= b.maxFDs-2
-	if refused <= 0 && !full {
+	if b.maxFDs > 0 && b.openFDs >= b.maxFDs-2 {
+		parts = append(parts, fmt.Sprintf("out of open files: %d open, its open-files limit is %d", b.openFDs, b.maxFDs))
+	} else if b.maxFDs > 0 && b.refusedOpenFiles > a.refusedOpenFiles {
+		parts = append(parts, fmt.Sprintf("its open-files limit is %d", b.maxFDs))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// quietClose are the closes that follow from what the client did (it
+// closed, or it reset its connections when it gave up) rather than say
+// why a run failed.
+var quietClose = map[string]bool{"closed:eof": true, "closed:read_error": true, "closed:write_error": true}
+
+// serverCaused reports whether a failure of kind may have its cause in
+// the server (the client's own limits and bookkeeping may not).
+func serverCaused(kind string) bool {
+	switch kind {
+	case results.FailOpenFiles, results.FailNoSourcePort, results.FailShard, results.FailServerStart, results.FailLeak:
+		return false
+	}
+	return true
+}
+
+// explainFailures gives every failure the server may have caused the
+// server's account of it, when it has none yet.
+func explainFailures(fs []results.Failure, account string) {
+	if account == "" {
+		return
+	}
+	for i := range fs {
+		if fs[i].Server == "" && serverCaused(fs[i].Kind) {
+			fs[i].Server = account
+		}
+	}
+}
+
+// maxErrorLines and maxErrorLine bound what a footnote quotes of a
+// spawned server's output.
+const maxErrorLines, maxErrorLine = 3, 200
+
+// errorLines are the last lines of a spawned server's output that look
+// like errors (an exception, "error", "fatal", a refusal, a level above
+// info), each clipped and escaped so that a footnote can quote them: ""
+// when there are none.
+func errorLines(out string) string {
+	var keep []string
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || !errorLine.MatchString(line) {
+			continue
+		}
+		keep = append(keep, clipLine(line))
+		if len(keep) > maxErrorLines {
+			keep = keep[1:]
+		}
+	}
+	return strings.Join(keep, " / ")
+}
+
+var errorLine = regexp.MustCompile(`(?i)(error|exception|fatal|panic|refus|too many|denied|cannot|failed|level=warn|killed|out of memory)`)
+
+// clipLine escapes what a terminal or a page would interpret (control
+// characters, escape sequences) and clips the line to maxErrorLine
+// runes.
+func clipLine(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n >= maxErrorLine {
+			b.WriteString("…")
+			break
+		}
+		switch {
+		case r == utf8.RuneError || unicode.IsControl(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+		n++
+	}
+	return b.String()
+}
+
+// account is what a spawned server says of a failed run: the error lines
+// of its output, and its exit status if it exited; "" when nothing.
+func (s *spawned) account() string {
+	if s == nil {
 		return ""
 	}
-	msg := "the server ran out of open files (accept: too many open files"
-	if refused > 0 {
-		msg += fmt.Sprintf("; %d connections refused", refused)
+	text := errorLines(s.stderr.String())
+	select {
+	case <-s.exited:
+		st := "it exited"
+		if ps := s.cmd.ProcessState; ps != nil {
+			st += " (" + ps.String() + ")"
+		}
+		if text != "" {
+			st += ": " + text
+		}
+		return st
+	default:
 	}
-	if b.maxFDs > 0 {
-		msg += fmt.Sprintf("; its open-files limit is %d", b.maxFDs)
+	return text
+}
+
+// identityOf completes si (nil: a new one) with what the samples say of
+// the server: a server with volanogo_server_info is `volanogo serve` of
+// that version and engine, and its environment is its own machine's.
+// It returns nil when nothing is known.
+func identityOf(si *results.ServerInfo, samples ...serverSample) *results.ServerInfo {
+	out := &results.ServerInfo{}
+	if si != nil {
+		c := *si
+		out = &c
 	}
-	return msg + ")"
+	for _, s := range samples {
+		if !s.ok {
+			continue
+		}
+		if s.engine != "" {
+			// The server says it is volanogo serve, whatever the
+			// command that started it is called, unless a label says.
+			if out.Labels["product"] == "" {
+				out.Product = productServe
+			}
+			out.Engine = cmp.Or(out.Labels["engine"], s.engine)
+			out.Version = cmp.Or(out.Labels["version"], s.version)
+		}
+		if out.Environment == nil && s.env != nil {
+			env := *s.env
+			out.Environment = &env
+		}
+	}
+	if out.Name() == "" && out.Environment == nil {
+		return nil
+	}
+	return out
+}
+
+// productServe is ServerInfo.Product of `volanogo serve`.
+const productServe = "volanogo serve"
+
+// commandIdentity is what a server's command line says of it: the
+// program ("volanogo serve", "java COM.volano.Main", "nats-server") and
+// its flags, less those that name its addresses (they change from run to
+// run). argv is the command as the user gave it, {port} unreplaced.
+func commandIdentity(argv []string) *results.ServerInfo {
+	if len(argv) == 0 {
+		return nil
+	}
+	prog := filepath.Base(argv[0])
+	rest := argv[1:]
+	switch {
+	case strings.HasPrefix(prog, "volanogo") && len(rest) > 0 && rest[0] == "serve":
+		prog, rest = productServe, rest[1:]
+	case prog == "java":
+		// The class (or -jar file) names the server; the options before
+		// it are the JVM's, which matter as much as the server's.
+		for i := 0; i < len(rest); i++ {
+			a := rest[i]
+			if (a == "-cp" || a == "-classpath" || a == "--class-path") && i+1 < len(rest) {
+				i++
+				continue
+			}
+			if a == "-jar" && i+1 < len(rest) {
+				prog += " -jar " + filepath.Base(rest[i+1])
+				rest = append(slices.Clone(rest[:i]), rest[i+2:]...)
+				break
+			}
+			if !strings.HasPrefix(a, "-") {
+				prog += " " + a
+				rest = append(slices.Clone(rest[:i]), rest[i+1:]...)
+				break
+			}
+		}
+	}
+	si := &results.ServerInfo{Product: prog}
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if strings.Contains(a, "{port}") {
+			continue
+		}
+		if addressFlag(a) {
+			if !strings.Contains(a, "=") && i+1 < len(rest) && !strings.HasPrefix(rest[i+1], "-") {
+				i++
+			}
+			continue
+		}
+		si.Flags = append(si.Flags, a)
+	}
+	return si
+}
+
+// addressFlag reports whether a names an address or port option
+// (--listen, -p, --port, --bind, --metrics-listen, ...).
+func addressFlag(a string) bool {
+	if !strings.HasPrefix(a, "-") {
+		return false
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	name = strings.ToLower(name)
+	return name == "p" || strings.Contains(name, "listen") || strings.Contains(name, "port") ||
+		strings.Contains(name, "bind") || strings.Contains(name, "addr") || name == "host"
 }

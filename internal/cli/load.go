@@ -119,6 +119,7 @@ type loadOptions struct {
 	connectConcurrency         int
 	bind                       []string
 	serverMetrics              string
+	serverLabels               map[string]string
 	serve                      bool
 	serverCmd, clientCmd       string
 	clientTimeout              time.Duration
@@ -236,6 +237,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.BoolVar(&o.batchReads, "batch-reads", false, "turn-taking over TCP (Linux): wake each user once per turn (SO_RCVLOWAT); less client CPU, delivery latency of turn-giving messages only")
 	f.BoolVar(&o.keepGoing, "keep-going", false, "paced sweeps: run the next steps after a broken one")
 	f.StringVar(&o.serverMetrics, "server-metrics", "", "Prometheus URL of the server, for its CPU and memory")
+	f.StringToStringVar(&o.serverLabels, "server-label", nil, "key=value describing the server, recorded with every run (repeatable; product=, version= and engine= name a server that cannot say them itself)")
 	f.BoolVar(&o.serve, "serve", false, "start a fresh 'volanogo serve' on a free loopback port for each run")
 	f.StringVar(&o.serverCmd, "server-cmd", "", "start this server command for each run; {port} is replaced by a free port")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run this VolanoMark client (the original Mark, say) for each run instead of volanogo's; {host} {port} {rooms} {users} {count} {start} are replaced by the run's")
@@ -298,6 +300,11 @@ func (o *loadOptions) config() (campaign.Config, error) {
 	if o.maxPacket < swarm.MinMaxPacket {
 		return campaign.Config{}, usage("--max-packet: %d bytes is below %d, less than a chat of the longest names and text", o.maxPacket, swarm.MinMaxPacket)
 	}
+	for k := range o.serverLabels {
+		if strings.TrimSpace(k) == "" {
+			return campaign.Config{}, usage("--server-label: a label needs a key (key=value)")
+		}
+	}
 	if o.cpuprofile != "" && strings.TrimSpace(o.procs) != "" {
 		return campaign.Config{}, usage("--cpuprofile profiles one process: not with --procs")
 	}
@@ -333,6 +340,7 @@ func (o *loadOptions) config() (campaign.Config, error) {
 		Steps:         o.rooms.steps,
 		KeepGoing:     o.keepGoing,
 		ServerMetrics: o.serverMetrics,
+		ServerLabels:  o.serverLabels,
 		Serve:         o.serve,
 		ServerCmd:     o.serverCmd,
 		ClientCmd:     o.clientCmd,

@@ -10,12 +10,16 @@ package metrics
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -189,4 +193,69 @@ func Scrape(ctx context.Context, client *http.Client, url string) (Samples, erro
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	return s, nil
+}
+
+// Bucket is one bucket of a histogram: its upper bound and the count of
+// values at or below it.
+type Bucket struct {
+	UpperBound float64
+	Cumulative float64
+}
+
+// Histogram returns the buckets of the histogram name (its name_bucket
+// series) in ascending order, +Inf last, and its count (name_count, else
+// the +Inf bucket's); false when the page has no such histogram.
+func (s Samples) Histogram(name string) (buckets []Bucket, count float64, ok bool) {
+	for _, x := range s[name+"_bucket"] {
+		le, err := strconv.ParseFloat(x.Labels["le"], 64)
+		if err != nil || len(x.Labels) != 1 {
+			continue
+		}
+		buckets = append(buckets, Bucket{UpperBound: le, Cumulative: x.Value})
+	}
+	if len(buckets) == 0 {
+		return nil, 0, false
+	}
+	slices.SortFunc(buckets, func(a, b Bucket) int { return cmp.Compare(a.UpperBound, b.UpperBound) })
+	count, ok = s.Get(name + "_count")
+	if !ok {
+		count = buckets[len(buckets)-1].Cumulative
+	}
+	return buckets, count, true
+}
+
+// HistogramDelta is what a histogram counted between two scrapes: the
+// later's buckets less the earlier's (an absent bucket counts 0), and
+// the count.
+func HistogramDelta(before, after []Bucket, countBefore, countAfter float64) (delta []Bucket, count float64) {
+	was := map[float64]float64{}
+	for _, b := range before {
+		was[b.UpperBound] = b.Cumulative
+	}
+	for _, b := range after {
+		delta = append(delta, Bucket{UpperBound: b.UpperBound, Cumulative: max(0, b.Cumulative-was[b.UpperBound])})
+	}
+	return delta, max(0, countAfter-countBefore)
+}
+
+// Quantile is the upper bound of the bucket that holds quantile q (0 to 1)
+// of count values: an upper bound of the true quantile, +Inf when it lies
+// past the last finite bucket; false for no values.
+func Quantile(buckets []Bucket, count, q float64) (float64, bool) {
+	if count <= 0 {
+		return 0, false
+	}
+	rank := q * count
+	for _, b := range buckets {
+		if b.Cumulative >= rank && b.Cumulative > 0 {
+			return b.UpperBound, true
+		}
+	}
+	return math.Inf(1), true
+}
+
+// Max is the upper bound of the highest bucket that holds a value (+Inf
+// when values lie past the last finite bucket); false for no values.
+func Max(buckets []Bucket, count float64) (float64, bool) {
+	return Quantile(buckets, count, 1)
 }

@@ -143,3 +143,47 @@ func TestScrapeRegistry(t *testing.T) {
 	assert.True(t, ok)
 	assert.Positive(t, g)
 }
+
+// TestHistogramQuantiles: a histogram's buckets between two scrapes give
+// the quantiles of what happened in between, as bucket upper bounds.
+func TestHistogramQuantiles(t *testing.T) {
+	page := func(c1, c2, c3, inf float64) Samples {
+		s, err := Parse(strings.NewReader(fmt.Sprintf(`# TYPE p histogram
+p_bucket{le="0.001"} %g
+p_bucket{le="0.002"} %g
+p_bucket{le="0.004"} %g
+p_bucket{le="+Inf"} %g
+p_sum 1
+p_count %g
+`, c1, c2, c3, inf, inf)))
+		require.NoError(t, err)
+		return s
+	}
+	a, an, ok := page(10, 10, 10, 10).Histogram("p")
+	require.True(t, ok)
+	b, bn, ok := page(10, 110, 111, 111).Histogram("p")
+	require.True(t, ok)
+	require.Len(t, b, 4)
+	assert.True(t, math.IsInf(b[3].UpperBound, 1))
+	d, n := HistogramDelta(a, b, an, bn)
+	assert.Equal(t, 101.0, n)
+	p99, ok := Quantile(d, n, 0.99)
+	require.True(t, ok)
+	assert.Equal(t, 0.002, p99)
+	m, ok := Max(d, n)
+	require.True(t, ok)
+	assert.Equal(t, 0.004, m)
+	_, ok = Quantile(d, 0, 0.99)
+	assert.False(t, ok, "nothing happened")
+	late, ln := HistogramDelta(a, page(10, 10, 10, 12).mustHist(t), an, 12)
+	m, _ = Max(late, ln)
+	assert.True(t, math.IsInf(m, 1), "past the last finite bucket")
+	_, _, ok = Samples{}.Histogram("p")
+	assert.False(t, ok)
+}
+
+func (s Samples) mustHist(t *testing.T) []Bucket {
+	b, _, ok := s.Histogram("p")
+	require.True(t, ok)
+	return b
+}

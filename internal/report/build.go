@@ -114,8 +114,9 @@ type builder struct {
 	split map[string]bool
 }
 
-// cause is a distinct failure cause.
-type cause struct{ kind, example string }
+// cause is a distinct failure cause: its kind and example, and the
+// server's own account of it (results.Failure.Server) when known.
+type cause struct{ kind, example, server string }
 
 // Build computes the report of docs under opt. Documents may come in any
 // order: the result does not depend on it. A nil document is ignored.
@@ -359,8 +360,14 @@ func labelOf(d *results.Document) string {
 	return d.Label
 }
 
+// serverName names d's server for rows by server: its identity
+// (results.ServerInfo.Name: product, version, engine, flags, labels) when
+// the run recorded one, else the command that started it, else its
+// address.
 func serverName(d *results.Document) string {
 	switch {
+	case d.ServerInfo.Name() != "":
+		return d.ServerInfo.Name()
 	case len(d.Config.ServerCommand) > 0:
 		return shellJoin(d.Config.ServerCommand)
 	case d.Config.URL != "":
@@ -493,7 +500,7 @@ func causeOf(d *results.Document) cause {
 	if fs[0].Kind == results.FailOpenFiles && d.Environment.OpenFilesSoft > 0 && !strings.Contains(ex, "limit") {
 		ex += ", client limit " + strconv.FormatInt(d.Environment.OpenFilesSoft, 10)
 	}
-	return cause{kind: fs[0].Kind, example: ex}
+	return cause{kind: fs[0].Kind, example: ex, server: fs[0].Server}
 }
 
 // reordered reports whether d's receivers saw chats out of their room's
@@ -740,24 +747,103 @@ func (b *builder) scale() {
 	b.rep.Scale = t
 }
 
-// limit finds the most connections any turn-taking run of row held.
+// limit is the row's Limit (see the package doc): the connections its
+// turn-taking runs carried, exact when a failed run carried fewer than
+// its step asked, "≥" when every step held, "~" (an estimate) when the
+// steps only bracket the break.
 func (b *builder) limit(row string) Limit {
+	type stepRuns struct {
+		step    int64
+		passed  bool
+		failed  []*results.Document
+		carried int64
+	}
+	steps := map[int64]*stepRuns{}
+	for _, d := range b.rows[row] {
+		if kindOf(d) != KindTurns || superseded(d) {
+			continue
+		}
+		st := stepOf(d, KindTurns)
+		sr := steps[st]
+		if sr == nil {
+			sr = &stepRuns{step: st}
+			steps[st] = sr
+		}
+		n := carried(d)
+		sr.carried = max(sr.carried, n)
+		switch {
+		case d.Interrupted:
+		case results.RunPassed(d):
+			sr.passed = true
+		default:
+			sr.failed = append(sr.failed, d)
+		}
+	}
+	order := sortedKeys(steps, cmp.Compare[int64])
+	// held is the largest step a run passed; broke the smallest above it
+	// that no run passed and some run failed.
+	var held, broke *stepRuns
+	for _, st := range order {
+		if steps[st].passed {
+			held = steps[st]
+		}
+	}
+	for _, st := range order {
+		sr := steps[st]
+		if (held == nil || st > held.step) && !sr.passed && len(sr.failed) > 0 {
+			broke = sr
+			break
+		}
+	}
+	if broke == nil {
+		// Every step that failed has a larger one that passed, or none
+		// failed: the most any run carried, and how that run ended.
+		return b.heldLimit(row)
+	}
+	// The run that carried the most is cited.
+	first, most := broke.failed[0], int64(-1)
+	for _, d := range broke.failed {
+		if n := carried(d); n > most {
+			first, most = d, n
+		}
+	}
+	l := Limit{Ended: "failed", causes: []cause{causeOf(first)}}
+	lo := int64(0)
+	if held != nil {
+		lo = held.step
+	}
+	if n := broke.carried; n > lo && n < broke.step {
+		// The server carried n of the step's connections, then refused
+		// the rest: the Limit itself (in a document without the count
+		// of carried connections, the most it held at once).
+		l.Connections = n
+		return l
+	}
+	if held != nil {
+		l.Connections, l.Estimate, l.Below = held.step, true, broke.step
+		return l
+	}
+	l.Connections = broke.carried
+	return l
+}
+
+// heldLimit is the most connections any turn-taking run of row held, and
+// how that run ended.
+func (b *builder) heldLimit(row string) Limit {
 	var best *results.Document
 	var bestN int64
 	for _, d := range b.rows[row] {
-		if kindOf(d) != KindTurns {
+		if kindOf(d) != KindTurns || superseded(d) {
 			continue
 		}
-		n := d.Connections.Peak
-		if n == 0 {
-			n = d.Connections.Established
-		}
+		n := carried(d)
 		if best == nil || n > bestN || (n == bestN && d.Passed && !best.Passed) {
 			best, bestN = d, n
 		}
 	}
 	l := Limit{Connections: bestN}
 	switch {
+	case best == nil:
 	case best.Interrupted:
 		l.Ended = "interrupted"
 	case best.Passed && (best.Paced == nil || !best.Paced.Broken):
@@ -768,6 +854,23 @@ func (b *builder) limit(row string) Limit {
 	}
 	return l
 }
+
+// carried is the connections a run carried: Connections.Carried, or in
+// an older document without it the most it held at once (Peak, else
+// Established), which counts connections the server closed at once.
+func carried(d *results.Document) int64 {
+	c := d.Connections
+	switch {
+	case c.Carried != nil:
+		return *c.Carried
+	case c.Peak > 0:
+		return c.Peak
+	}
+	return c.Established
+}
+
+// superseded reports whether a later try of --retry replaced d.
+func superseded(d *results.Document) bool { return d.Retry != nil && d.Retry.Superseded }
 
 func joinInts(xs []int64) string {
 	parts := make([]string, len(xs))

@@ -28,6 +28,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"outcome":       outcome,
 	"headline":      capacityHeadline,
 	"env":           envLines,
+	"envHTML":       envHTML,
+	"sideBySide":    sideBySide,
 	"join":          strings.Join,
 	"churnHeadline": churnHeadline,
 	"churnCells":    churnCells,
@@ -802,4 +804,13 @@ func logTicksFmt(d0, d1 float64, yp func(float64) float64, label func(float64) s
 		}
 	}
 	return ts
+}
+
+// envHTML are the pairs of an environment the page lists: after the
+// table of both machines when the server said its own.
+func envHTML(e Environment) [][2]string {
+	if sideBySide(e) != nil {
+		return envRest(e)
+	}
+	return envLines(e)
 }

@@ -205,7 +205,17 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		fmt.Fprint(w, "## Environments\n\n")
 		for _, e := range r.Environments {
 			fmt.Fprintf(w, "### %s\n\n", mdEscape(e.Platform))
-			for _, kv := range envLines(e) {
+			lines := envLines(e)
+			if sbs := sideBySide(e); sbs != nil {
+				var rows [][]string
+				for _, f := range sbs {
+					rows = append(rows, []string{f[0], mdEscape(f[1]), mdEscape(f[2])})
+				}
+				mdTable(w, []string{"", "Client", "Server"}, nil, rows)
+				fmt.Fprintln(w)
+				lines = envRest(e)
+			}
+			for _, kv := range lines {
 				fmt.Fprintf(w, "- %s: %s\n", kv[0], mdEscape(kv[1]))
 			}
 			for _, c := range e.ServerCommands {

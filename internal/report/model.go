@@ -215,23 +215,33 @@ type ScaleRow struct {
 	Limit Limit   `json:"limit"`
 }
 
-// Limit is the most connections any run of a platform held.
+// Limit is the most connections a platform carried (see the package
+// doc).
 type Limit struct {
 	Connections int64 `json:"connections"`
 	// Ended is "passed", "failed" or "interrupted": how the run that
 	// held them ended.
-	Ended string   `json:"ended"`
-	Notes []string `json:"notes,omitempty"`
+	Ended string `json:"ended"`
+	// Estimate marks a Limit the steps only bracket: Connections held and
+	// Below (the next step) failed, with every connection carried, so the
+	// break lies between them ("~ 1,500", as the Volano Report printed).
+	Estimate bool     `json:"estimate,omitempty"`
+	Below    int64    `json:"below,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
 
 	causes []cause
 }
 
-// Text prints a limit: "≥ 2100" when it passed, "1479a" when it failed.
+// Text prints a limit: "≥ 2100" when it passed, "1479a" when it failed,
+// "~ 1500a" when the steps bracket it.
 func (l Limit) Text() string {
 	if l.Connections == 0 {
 		return ""
 	}
 	n := group(l.Connections)
+	if l.Estimate {
+		return "~ " + n + strings.Join(l.Notes, "")
+	}
 	switch l.Ended {
 	case "passed":
 		return "≥ " + n
@@ -615,6 +625,20 @@ type Environment struct {
 	// Engines are the distinct engine pairs of its runs ("serve epoll /
 	// load goroutine", results.Document.Engines), as far as known.
 	Engines []string `json:"engines,omitempty"`
+	// Servers are the distinct identities of the server its runs
+	// recorded (results.ServerInfo.Name: product, version, engine, flags,
+	// labels).
+	Servers []string `json:"servers,omitempty"`
+	// ServerMachine is the server's machine and runtime as the server
+	// said it (results.ServerInfo.Environment) in the platform's first run
+	// that has it, shown beside the client's; nil when none has it.
+	// ServerMachines counts the distinct server hostnames.
+	ServerMachine  *Machine `json:"server_machine,omitempty"`
+	ServerMachines int      `json:"server_machines,omitempty"`
+	// Network lists the distinct paths to the server its runs measured:
+	// the round trip and how, the interface and its speed
+	// (results.Network).
+	Network []string `json:"network,omitempty"`
 	// ServerCommands are the distinct commands that started the server.
 	ServerCommands []string `json:"server_commands,omitempty"`
 	// Tools are the distinct volanogo builds that wrote the documents.
@@ -630,6 +654,21 @@ type Environment struct {
 	Shards  int `json:"shards,omitempty"`
 	// Machines is how many distinct client machines (hostnames) ran it.
 	Machines int `json:"machines"`
+}
+
+// Machine is a machine and runtime: the server's, as it said it.
+type Machine struct {
+	Hostname      string `json:"hostname,omitempty"`
+	OS            string `json:"os"`
+	Kernel        string `json:"kernel,omitempty"`
+	CPU           string `json:"cpu"`
+	CPUs          int    `json:"cpus"`
+	MemoryBytes   int64  `json:"memory_bytes"`
+	GoVersion     string `json:"go_version,omitempty"`
+	GOMAXPROCS    int    `json:"gomaxprocs,omitempty"`
+	OpenFilesSoft int64  `json:"open_files_soft,omitempty"`
+	OpenFilesHard int64  `json:"open_files_hard,omitempty"`
+	TCPCongestion string `json:"tcp_congestion,omitempty"`
 }
 
 // CommandLine is a client command line as a shell reads it. When N is set,

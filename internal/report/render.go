@@ -484,48 +484,103 @@ func stepOutcome(failed bool, notes []string) string {
 	return o
 }
 
-// envLines are an environment as label/value pairs.
-func envLines(e Environment) [][2]string {
-	client := e.OS
-	if e.Kernel != "" {
-		client += ", kernel " + e.Kernel
+// machineLines describe a machine: the system, the processor, the
+// runtime and its limits.
+func machineLines(m Machine, machines int, ports string, quickACK bool) (system, cpu, runtime string) {
+	system = m.OS
+	if m.Kernel != "" {
+		system += ", kernel " + m.Kernel
 	}
-	if e.Hostname != "" {
-		client = e.Hostname + ": " + client
+	if m.Hostname != "" {
+		system = m.Hostname + ": " + system
 	}
-	if e.Machines > 1 {
-		client += " (" + strconv.Itoa(e.Machines) + " machines; the first shown)"
+	if machines > 1 {
+		system += " (" + strconv.Itoa(machines) + " machines; the first shown)"
 	}
-	cpu := e.CPU
+	cpu = m.CPU
 	if cpu == "" {
 		cpu = "unknown CPU"
 	}
-	if e.CPUs > 0 {
-		cpu += " × " + strconv.Itoa(e.CPUs)
+	if m.CPUs > 0 {
+		cpu += " × " + strconv.Itoa(m.CPUs)
 	}
-	cpu += ", " + fmtBytes(e.MemoryBytes) + " memory"
+	cpu += ", " + fmtBytes(m.MemoryBytes) + " memory"
 	var limits []string
-	if e.GoVersion != "" {
-		limits = append(limits, e.GoVersion)
+	if m.GoVersion != "" {
+		limits = append(limits, m.GoVersion)
 	}
-	if e.GOMAXPROCS > 0 {
-		limits = append(limits, "GOMAXPROCS "+strconv.Itoa(e.GOMAXPROCS))
+	if m.GOMAXPROCS > 0 {
+		limits = append(limits, "GOMAXPROCS "+strconv.Itoa(m.GOMAXPROCS))
 	}
-	if e.OpenFilesSoft > 0 {
-		limits = append(limits, "open files "+group(e.OpenFilesSoft)+"/"+group(e.OpenFilesHard))
+	if m.OpenFilesSoft > 0 {
+		limits = append(limits, "open files "+group(m.OpenFilesSoft)+"/"+group(m.OpenFilesHard))
 	}
-	if e.EphemeralPorts != "" {
-		limits = append(limits, "ports "+strings.Join(strings.Fields(e.EphemeralPorts), "–"))
+	if ports != "" {
+		limits = append(limits, "ports "+strings.Join(strings.Fields(ports), "–"))
 	}
-	if e.TCPCongestion != "" {
-		limits = append(limits, "TCP "+e.TCPCongestion)
+	if m.TCPCongestion != "" {
+		limits = append(limits, "TCP "+m.TCPCongestion)
 	}
-	if e.LoopbackQuickACK {
+	if quickACK {
 		limits = append(limits, "loopback quickack")
 	}
-	out := [][2]string{{"Client", client}, {"Processor", cpu}}
-	if len(limits) > 0 {
-		out = append(out, [2]string{"Runtime", strings.Join(limits, "; ")})
+	return system, cpu, strings.Join(limits, "; ")
+}
+
+// clientMachine is the client side of an environment as a Machine.
+func (e Environment) clientMachine() Machine {
+	return Machine{Hostname: e.Hostname, OS: e.OS, Kernel: e.Kernel, CPU: e.CPU, CPUs: e.CPUs, MemoryBytes: e.MemoryBytes,
+		GoVersion: e.GoVersion, GOMAXPROCS: e.GOMAXPROCS, OpenFilesSoft: e.OpenFilesSoft, OpenFilesHard: e.OpenFilesHard,
+		TCPCongestion: e.TCPCongestion}
+}
+
+// sideBySide is the client's and the server's machine, facet by facet
+// (system, processor, runtime), when the server said its own; nil
+// otherwise.
+func sideBySide(e Environment) [][3]string {
+	if e.ServerMachine == nil {
+		return nil
+	}
+	cs, cc, cr := machineLines(e.clientMachine(), e.Machines, e.EphemeralPorts, e.LoopbackQuickACK)
+	ss, sc, sr := machineLines(*e.ServerMachine, e.ServerMachines, "", false)
+	return [][3]string{{"System", cs, ss}, {"Processor", cc, sc}, {"Runtime", cr, sr}}
+}
+
+// envLines are an environment as label/value pairs; with the server's
+// machine known, the first pairs set each facet of the client beside the
+// server's ("Client", "Server", "Processor", "Server CPU", ...).
+func envLines(e Environment) [][2]string {
+	var out [][2]string
+	if sbs := sideBySide(e); sbs != nil {
+		labels := map[string][2]string{"System": {"Client", "Server"}, "Processor": {"Processor", "Server CPU"},
+			"Runtime": {"Runtime", "Server runtime"}}
+		for _, f := range sbs {
+			l := labels[f[0]]
+			if f[1] != "" {
+				out = append(out, [2]string{l[0], f[1]})
+			}
+			if f[2] != "" {
+				out = append(out, [2]string{l[1], f[2]})
+			}
+		}
+	} else {
+		client, cpu, limits := machineLines(e.clientMachine(), e.Machines, e.EphemeralPorts, e.LoopbackQuickACK)
+		out = [][2]string{{"Client", client}, {"Processor", cpu}}
+		if limits != "" {
+			out = append(out, [2]string{"Runtime", limits})
+		}
+	}
+	return append(out, envRest(e)...)
+}
+
+// envRest are the pairs of an environment after its machines.
+func envRest(e Environment) [][2]string {
+	var out [][2]string
+	for _, s := range e.Servers {
+		out = append(out, [2]string{"Identity", s})
+	}
+	for _, n := range e.Network {
+		out = append(out, [2]string{"Network", n})
 	}
 	if len(e.Transports) > 0 {
 		out = append(out, [2]string{"Transport", strings.Join(e.Transports, ", ")})

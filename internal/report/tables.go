@@ -636,7 +636,7 @@ func (b *builder) environments() {
 			EphemeralPorts: e.EphemeralPorts, TCPCongestion: e.TCPCongestion, LoopbackQuickACK: e.LoopbackQuickACK,
 			Runs: len(docs),
 		}
-		hosts := map[string]bool{}
+		hosts, serverHosts := map[string]bool{}, map[string]bool{}
 		for _, d := range docs {
 			hosts[d.Environment.Hostname] = true
 			if d.Shards > 0 {
@@ -651,16 +651,62 @@ func (b *builder) environments() {
 			if s := d.Server; s != nil {
 				env.Server = appendNew(env.Server, serverLine(s, d.Config.ServerCPUs))
 			}
+			if si := d.ServerInfo; si != nil {
+				env.Servers = appendNew(env.Servers, si.Name())
+				if e := si.Environment; e != nil {
+					if env.ServerMachine == nil {
+						env.ServerMachine = machineOf(*e)
+					}
+					serverHosts[e.Hostname] = true
+				}
+			}
+			if n := d.Network; n != nil {
+				env.Network = appendNew(env.Network, networkLine(n))
+			}
 			env.Tools = appendNew(env.Tools, toolLine(d.Tool))
 		}
 		env.CommandLines = collapseCommands(docs)
 		env.Machines = len(hosts)
+		env.ServerMachines = len(serverHosts)
 		slices.Sort(env.Transports)
 		slices.Sort(env.Server)
 		slices.Sort(env.Engines)
 		slices.Sort(env.Tools)
 		b.rep.Environments = append(b.rep.Environments, env)
 	}
+}
+
+func machineOf(e results.Environment) *Machine {
+	return &Machine{Hostname: e.Hostname, OS: osName(e), Kernel: e.Kernel, CPU: e.CPUModel, CPUs: e.CPUs,
+		MemoryBytes: e.MemoryBytes, GoVersion: e.GoVersion, GOMAXPROCS: e.GOMAXPROCS,
+		OpenFilesSoft: e.OpenFilesSoft, OpenFilesHard: e.OpenFilesHard, TCPCongestion: e.TCPCongestion}
+}
+
+// networkLine describes a measured path: "RTT 212 µs (protocol ping,
+// median of 10; fastest 180 µs), eth0 at 10,000 Mbit/s".
+func networkLine(n *results.Network) string {
+	how := n.Method
+	switch n.Method {
+	case "ping":
+		how = "protocol ping"
+	case "connect":
+		how = "TCP connect"
+	}
+	s := "RTT " + fmtNanos(int64(n.RTTSeconds*1e9)) + " (" + how
+	if n.RTTSamples > 1 {
+		s += ", median of " + strconv.Itoa(n.RTTSamples) + "; fastest " + fmtNanos(int64(n.RTTMinSeconds*1e9))
+	}
+	s += ")"
+	switch {
+	case n.Interface != "" && n.LinkMbps > 0:
+		s += ", " + n.Interface + " at " + group(n.LinkMbps) + " Mbit/s"
+	case n.Interface != "":
+		s += ", " + n.Interface + " (link speed unknown)"
+	}
+	if n.Loopback {
+		s += ", loopback"
+	}
+	return s
 }
 
 func osName(e results.Environment) string {
@@ -830,11 +876,7 @@ func (b *builder) footnotes() {
 		case kindWarning:
 			text = "Warning: " + strings.TrimSuffix(c.example, ".") + "."
 		default:
-			text = fmt.Sprintf("Failed with %q", describe(c.kind))
-			if c.example != "" {
-				text += " (" + c.example + ")"
-			}
-			text += "."
+			text = failureText(c)
 		}
 		b.rep.Footnotes = append(b.rep.Footnotes, Footnote{Letter: letter(i), Kind: c.kind,
 			Example: c.example, Text: text, Where: where[c]})
@@ -844,6 +886,21 @@ func (b *builder) footnotes() {
 			b.rep.ClientBound = true
 		}
 	}
+}
+
+// failureText is a failure's footnote: the server's own cause first when
+// it gave one, then what the client saw ("Failed with "4 connections
+// refused (max_connections)" at the server; the client saw "connection
+// reset by peer" (Mark16 in Room8: ...)."), else the client's alone.
+func failureText(c cause) string {
+	client := fmt.Sprintf("%q", describe(c.kind))
+	if c.example != "" {
+		client += " (" + c.example + ")"
+	}
+	if c.server == "" {
+		return "Failed with " + client + "."
+	}
+	return fmt.Sprintf("Failed with %q at the server; the client saw %s.", c.server, client)
 }
 
 // letter is a, b, … z, aa, ab, …

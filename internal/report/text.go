@@ -368,14 +368,19 @@ func (r *Report) renderText(w io.Writer) error {
 		for _, e := range r.Environments {
 			fmt.Fprintln(w)
 			fmt.Fprintln(w, e.Platform)
-			for _, kv := range envLines(e) {
-				para(w, "  "+pad(kv[0]+":", 11, true), kv[1])
+			lines := envLines(e)
+			lw := 11
+			for _, kv := range lines {
+				lw = max(lw, width(kv[0])+2)
+			}
+			for _, kv := range lines {
+				para(w, "  "+pad(kv[0]+":", lw, true), kv[1])
 			}
 			for _, c := range e.ServerCommands {
-				para(w, "  "+pad("Started:", 11, true), c)
+				para(w, "  "+pad("Started:", lw, true), c)
 			}
 			for _, c := range e.CommandLines {
-				para(w, "  "+pad("Command:", 11, true), c.Text())
+				para(w, "  "+pad("Command:", lw, true), c.Text())
 			}
 		}
 	}

@@ -79,8 +79,17 @@ type Document struct {
 	Client Usage `json:"client"`
 	// Server is the server's resource use over the timed phase, when known.
 	Server *ServerUsage `json:"server,omitempty"`
+	// ServerInfo is the server the run measured (what it is, its
+	// machine), recorded whether the run passed or failed.
+	ServerInfo *ServerInfo `json:"server_info,omitempty"`
+	// Network is the path to the server, measured before the run.
+	Network *Network `json:"network,omitempty"`
 	// TCP is the kernel's TCP counters over the timed phase (Linux).
 	TCP *TCPCounters `json:"tcp,omitempty"`
+	// Retry places the run among the tries of load --retry.
+	Retry *Retry `json:"retry,omitempty"`
+	// Search places the run in a load --find-limit search.
+	Search *Search `json:"search,omitempty"`
 
 	// Integrity is the client's ledger of the run's chats: what was lost,
 	// duplicated, corrupted or reordered, and the traffic of users that
@@ -267,6 +276,16 @@ type Connections struct {
 	Established int64 `json:"established"`
 	// Peak is the most connections open at once.
 	Peak int64 `json:"peak"`
+	// Carried is the connections the server carried: those that completed
+	// their Access and entered their room in the set-up (all open at once
+	// from then on). A connection the server accepted and closed at once
+	// is established but not carried. Nil in older documents.
+	Carried *int64 `json:"carried,omitempty"`
+	// ConnectRate is the rate the set-up achieved, in connections per
+	// second: the carried connections after the first over the time from
+	// the first connect to the last EnterRoom confirm (0 with fewer than
+	// two).
+	ConnectRate float64 `json:"connect_rate,omitempty"`
 }
 
 // Failure kinds, for footnotes.
@@ -300,6 +319,10 @@ type Failure struct {
 	Example string `json:"example"`
 	// At is when the first example happened.
 	At time.Time `json:"at,omitzero"`
+	// Server is the server's own account of the failure: its closes and
+	// refusals by reason over the run (volanogo serve's metrics), or the
+	// last error lines of a server the client started; "" when unknown.
+	Server string `json:"server,omitempty"`
 }
 
 // Usage is a process's resource use over the timed phase.
@@ -338,6 +361,13 @@ type ServerUsage struct {
 	// CPUs and GOMAXPROCS the server ran with, when known.
 	CPUs       int `json:"cpus,omitempty"`
 	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
+	// GCPauses is the Go garbage collector's stop-the-world pauses over
+	// the timed phase, and GCPauseP99Seconds and GCPauseMaxSeconds their
+	// p99 and longest, when the server exposes them
+	// (volanogo_gc_pause_seconds): bucket bounds, within a fifth.
+	GCPauses          int64   `json:"gc_pauses,omitempty"`
+	GCPauseP99Seconds float64 `json:"gc_pause_p99_seconds,omitempty"`
+	GCPauseMaxSeconds float64 `json:"gc_pause_max_seconds,omitempty"`
 	// After the run, when the server exposes them (churn leak check).
 	OpenConnections int64 `json:"open_connections,omitempty"`
 	Goroutines      int64 `json:"goroutines,omitempty"`

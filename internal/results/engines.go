@@ -24,6 +24,20 @@ func (d *Document) ServerMemoryPerConnection() (bytes float64, ok bool) {
 	return float64(growth) / float64(d.Connections.Peak), true
 }
 
+// ServerEngine is the engine the server said it serves its connections
+// with: from its usage over the timed phase, else from its identity (a
+// failed run has no usage, but the server said its engine before it);
+// "" when unknown.
+func (d *Document) ServerEngine() string {
+	if d.Server != nil && d.Server.Engine != "" {
+		return d.Server.Engine
+	}
+	if d.ServerInfo != nil {
+		return d.ServerInfo.Engine
+	}
+	return ""
+}
+
 // Engines says what served and what loaded a run: "serve epoll / load
 // goroutine" (the server's engine as it said it, Server.Engine, and the
 // client's, Config.ClientEngine), either part left out when unknown, ""
@@ -33,10 +47,10 @@ func (d *Document) ServerMemoryPerConnection() (bytes float64, ok bool) {
 // with and without one are told apart (as platforms in a report).
 func (d *Document) Engines() string {
 	var parts []string
-	if d.Server != nil && d.Server.Engine != "" {
-		e := "serve " + d.Server.Engine
-		if c := d.Server.CoalesceSeconds; c > 0 {
-			e += " --coalesce " + time.Duration(c*float64(time.Second)).String()
+	if e := d.ServerEngine(); e != "" {
+		e = "serve " + e
+		if d.Server != nil && d.Server.CoalesceSeconds > 0 {
+			e += " --coalesce " + time.Duration(d.Server.CoalesceSeconds*float64(time.Second)).String()
 		}
 		parts = append(parts, e)
 	}

@@ -33,6 +33,8 @@ import (
 //     if any shard was;
 //   - Client: CPU seconds add, PeakRSSBytes is the largest shard's (the
 //     peak of one process, not of the sum), CPU per message is recomputed;
+//   - ServerInfo, Network, Retry and Search come from the lowest-index
+//     shard that has them; Carried and ConnectRate add up;
 //   - Server: all shards measured the same server, so its usage is taken
 //     from the lowest-index shard that has it, with CPUPerMessageMicros
 //     recomputed over the merged total (and its Engine from any shard
@@ -136,6 +138,13 @@ func Merge(shards []*Document) (*Document, error) {
 		add(&m.Connections.Attempted, d.Connections.Attempted)
 		add(&m.Connections.Established, d.Connections.Established)
 		add(&m.Connections.Peak, d.Connections.Peak)
+		if c := d.Connections.Carried; c != nil {
+			if m.Connections.Carried == nil {
+				m.Connections.Carried = new(int64)
+			}
+			add(m.Connections.Carried, *c)
+		}
+		m.Connections.ConnectRate += d.Connections.ConnectRate
 
 		for _, f := range d.Failures {
 			fs.add(f)
@@ -161,6 +170,22 @@ func Merge(shards []*Document) (*Document, error) {
 		if m.Server == nil && d.Server != nil {
 			s := *d.Server
 			m.Server = &s
+		}
+		if m.ServerInfo == nil && d.ServerInfo != nil {
+			si := *d.ServerInfo
+			m.ServerInfo = &si
+		}
+		if m.Network == nil && d.Network != nil {
+			n := *d.Network
+			m.Network = &n
+		}
+		if m.Retry == nil && d.Retry != nil {
+			r := *d.Retry
+			m.Retry = &r
+		}
+		if m.Search == nil && d.Search != nil {
+			sr := *d.Search
+			m.Search = &sr
 		}
 		if m.Server != nil && m.Server.Engine == "" && d.Server != nil {
 			m.Server.Engine = d.Server.Engine

@@ -15,19 +15,22 @@ func (d *Document) PacedVerdict(slo time.Duration) (broken bool, reason string) 
 	for _, f := range d.Failures {
 		switch f.Kind {
 		case FailRefused, FailOpenFiles, FailNoSourcePort, FailTimeout, FailDenied:
-			reasons = append(reasons, "connections refused ("+Describe(f.Kind)+": "+f.Example+")")
+			reasons = append(reasons, "connections refused ("+Describe(f.Kind)+": "+f.Explained()+")")
 		case FailReset, FailClosed:
-			reasons = append(reasons, "connections dropped ("+Describe(f.Kind)+": "+f.Example+")")
+			reasons = append(reasons, "connections dropped ("+Describe(f.Kind)+": "+f.Explained()+")")
 		case FailLost:
 			reasons = append(reasons, fmt.Sprintf("%d messages lost", f.Count))
 		case FailStall:
-			reasons = append(reasons, "stalled: "+f.Example)
+			reasons = append(reasons, "stalled: "+f.Explained())
 		default:
-			reasons = append(reasons, Describe(f.Kind)+": "+f.Example)
+			reasons = append(reasons, Describe(f.Kind)+": "+f.Explained())
 		}
 	}
 	if d.Interrupted {
 		reasons = append(reasons, "interrupted")
+	}
+	if r := d.SlowConnects(); r != "" {
+		reasons = append(reasons, r)
 	}
 	h := d.Latency[LatencyDeliveryScheduled]
 	if h == nil {
@@ -40,4 +43,21 @@ func (d *Document) PacedVerdict(slo time.Duration) (broken bool, reason string) 
 		return false, ""
 	}
 	return true, strings.Join(reasons, "; ")
+}
+
+// MinConnectShare is the share of the connect rate asked (--connect-rate)
+// that a step's set-up must achieve: below it the server accepts
+// connections too slowly, and a capacity step breaks.
+const MinConnectShare = 0.9
+
+// SlowConnects says how the set-up fell short of the connect rate asked
+// (Config.ConnectRate): "" when none was asked, it was not measured, or
+// it achieved at least MinConnectShare of it.
+func (d *Document) SlowConnects() string {
+	asked, got := d.Config.ConnectRate, d.Connections.ConnectRate
+	if asked <= 0 || got <= 0 || got >= MinConnectShare*asked {
+		return ""
+	}
+	return fmt.Sprintf("connections accepted at %s a second, under %.0f%% of the %s asked (--connect-rate)",
+		Sig3(got), 100*MinConnectShare, Sig3(asked))
 }

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"math"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -9,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/volanogo/volanogo/internal/buildinfo"
+	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/sysinfo"
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
@@ -156,7 +162,72 @@ var (
 	// descLoopConns shows how the connections are spread over the event
 	// loops (serve --loops, --loop-fill).
 	descLoopConns = prometheus.NewDesc("volanogo_loop_connections", "Connections each event loop (ring) of the epoll or uring engine holds, by loop (none on the goroutine engine).", []string{"loop"}, nil)
+	// descEnv is the server's machine and runtime, so that a client on
+	// another machine (load --server-metrics) records both sides.
+	descEnv = prometheus.NewDesc("volanogo_server_environment_info",
+		"The server's machine and runtime: OS, kernel, CPU model and count, memory, Go version, GOMAXPROCS, open-files limits (always 1).",
+		results.EnvironmentInfoLabels, nil)
+	// descGCPause is the Go runtime's GC stop-the-world pauses, from
+	// runtime/metrics with the runtime's own buckets between 1 µs and 4 s
+	// (four to a power of two), fine enough for a p99 within a fifth.
+	descGCPause = prometheus.NewDesc("volanogo_gc_pause_seconds",
+		"Go garbage collector stop-the-world pauses (runtime/metrics /sched/pauses/total/gc:seconds); the sum is estimated from the buckets' lower bounds.", nil, nil)
 )
+
+// gcPauseMetric is the runtime/metrics histogram of GC pauses.
+const gcPauseMetric = "/sched/pauses/total/gc:seconds"
+
+// gcPauseBounds limit the buckets volanogo_gc_pause_seconds keeps of the
+// runtime's: shorter pauses fall in the first, longer in +Inf.
+const gcPauseLow, gcPauseHigh = 1e-6, 4.0
+
+// gcPauses reads the runtime's GC pause histogram for a scrape.
+type gcPauses struct {
+	mu     sync.Mutex
+	sample [1]metrics.Sample
+}
+
+// histogram is the pauses so far as Prometheus buckets: upper bounds and
+// cumulative counts, the total count and an estimated sum; false when
+// the runtime does not have the metric.
+func (g *gcPauses) histogram() (buckets map[float64]uint64, count uint64, sum float64, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sample[0].Name = gcPauseMetric
+	metrics.Read(g.sample[:])
+	if g.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil, 0, 0, false
+	}
+	h := g.sample[0].Value.Float64Histogram()
+	buckets = map[float64]uint64{}
+	for i, n := range h.Counts {
+		lo, hi := h.Buckets[i], h.Buckets[i+1]
+		if n > 0 && !math.IsInf(lo, -1) {
+			sum += lo * float64(n)
+		}
+		count += n
+		if hi >= gcPauseLow && hi <= gcPauseHigh {
+			buckets[hi] = count
+		}
+	}
+	return buckets, count, sum, true
+}
+
+// envInfo is the server's environment for volanogo_server_environment_info:
+// read once, but for GOMAXPROCS and the open-files limit, which the
+// engines and the serve command may change after start.
+type envInfo struct {
+	once sync.Once
+	env  results.Environment
+}
+
+func (e *envInfo) values() []string {
+	e.once.Do(func() { e.env = sysinfo.Collect() })
+	env := e.env
+	env.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	env.OpenFilesSoft, env.OpenFilesHard = sysinfo.OpenFilesLimit()
+	return env.InfoLabelValues()
+}
 
 // version is the server's version for volanogo_server_info: the build's,
 // "devel" for a build without one.
@@ -175,12 +246,14 @@ type collector struct {
 	loops    func() []int32
 	version  string
 	coalesce time.Duration
+	env      *envInfo
+	gc       *gcPauses
 }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descReqRefused, descAcceptErrors,
 		descRooms, descUsers, descPacketsIn, descPacketsOut, descBytesIn, descBytesOut, descChats,
-		descDeliveries, descPrivate, descSlow, descInfo, descCoalesce, descLoopConns} {
+		descDeliveries, descPrivate, descSlow, descInfo, descCoalesce, descLoopConns, descEnv, descGCPause} {
 		ch <- d
 	}
 }
@@ -227,6 +300,10 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	for i, n := range k.loops() {
 		gauge(descLoopConns, int64(n), strconv.Itoa(i))
 	}
+	ch <- prometheus.MustNewConstMetric(descEnv, prometheus.GaugeValue, 1, k.env.values()...)
+	if b, n, sum, ok := k.gc.histogram(); ok {
+		ch <- prometheus.MustNewConstHistogram(descGCPause, n, sum, b)
+	}
 }
 
 // register adds the server's collectors, plus the Go and process
@@ -234,7 +311,7 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 // loops' connections, coalesce its Config.Coalesce.
 func (c *counters) register(reg prometheus.Registerer, engine func() string, loops func() []int32, coalesce time.Duration) error {
 	for _, col := range []prometheus.Collector{
-		collector{c: c, engine: engine, loops: loops, version: version(), coalesce: coalesce},
+		collector{c: c, engine: engine, loops: loops, version: version(), coalesce: coalesce, env: &envInfo{}, gc: &gcPauses{}},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

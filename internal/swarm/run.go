@@ -51,6 +51,14 @@ type runState struct {
 	open        atomic.Int64
 	peak        atomic.Int64
 	roomsReady  atomic.Int64
+	// carried counts the users that entered their room in the set-up;
+	// firstDial and lastEntered (nanotime) bound the set-up's connects.
+	carried     atomic.Int64
+	firstDial   atomic.Int64
+	lastEntered atomic.Int64
+	// dialCtx is the set-up's context for dialling: the run's, not the
+	// one a failed user cancels (see setup).
+	dialCtx context.Context
 
 	// onDrained, when set, is called (by the watchdog) when a paced run
 	// has drained, before the users leave.
@@ -625,6 +633,8 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 		Attempted:   rs.attempted.Load(),
 		Established: rs.established.Load(),
 		Peak:        rs.peak.Load(),
+		Carried:     new(rs.carried.Load()),
+		ConnectRate: rs.connectRate(),
 	}
 	doc.Client.PeakRSSBytes = sysinfo.PeakRSS()
 	if rs.stormRun != nil {
@@ -635,6 +645,29 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 		doc.Paced = pacedOutcome(rs, doc)
 	}
 	doc.Derive()
+}
+
+// connectRate is the set-up's achieved rate: the connections carried
+// after the first over the time from the first dial to the last EnterRoom
+// confirm (0 with fewer than two).
+func (rs *runState) connectRate() float64 {
+	n, first, last := rs.carried.Load(), rs.firstDial.Load(), rs.lastEntered.Load()
+	if n < 2 || first == 0 || last <= first {
+		return 0
+	}
+	return float64(n-1) / time.Duration(last-first).Seconds()
+}
+
+// entered counts a user that has entered its room in the set-up.
+func (rs *runState) entered() {
+	rs.carried.Add(1)
+	now := nanotime()
+	for {
+		last := rs.lastEntered.Load()
+		if now <= last || rs.lastEntered.CompareAndSwap(last, now) {
+			return
+		}
+	}
 }
 
 // inWindow reports whether a paced send or read at now (nanotime) falls
@@ -649,7 +682,7 @@ func (rs *runState) inWindow(now int64) bool { return now-rs.base < rs.window }
 func pacedOutcome(rs *runState, doc *results.Document) *results.Paced {
 	// Users, not connections: a storm's reconnections are further
 	// connections of the same users.
-	p := &results.Paced{ConcurrentUsers: min(doc.Connections.Established, int64(len(rs.spec.Rooms)*rs.spec.Users))}
+	p := &results.Paced{ConcurrentUsers: min(rs.carried.Load(), int64(len(rs.spec.Rooms)*rs.spec.Users))}
 	var in, out int64
 	for _, r := range rs.rooms {
 		for _, u := range r.users {

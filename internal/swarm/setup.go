@@ -63,6 +63,10 @@ func (l *limiter) wait(ctx context.Context) error {
 // of one room one after the other (so that each room's EnterRoom order is
 // Mark's). It returns the first failure; the caller aborts the run.
 func (rs *runState) setup(ctx context.Context) error {
+	// A failure stops new connections (the cancel), not those already
+	// dialling: they finish their handshake, so that what the server
+	// accepted is what the run carried (Connections.Carried).
+	rs.dialCtx = ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan *room)
@@ -141,6 +145,7 @@ func (rs *runState) setupRoom(ctx context.Context, r *room) error {
 			return err
 		}
 		u.setupAt = time.Since(t0)
+		rs.entered()
 	}
 	// Each user counts itself and the EnterRoom indications of the users
 	// after it (Mark's enterCount reaching users).
@@ -177,11 +182,19 @@ func (u *user) connect(ctx context.Context) (*link, error) {
 	if rs.aborted.Load() {
 		return nil, errAborted
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dialCtx := ctx
+	if rs.dialCtx != nil {
+		dialCtx = rs.dialCtx
+	}
 	rs.attempted.Add(1)
-	l, err := rs.dialer.dial(ctx)
+	rs.firstDial.CompareAndSwap(0, nanotime())
+	l, err := rs.dialer.dial(dialCtx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if dialCtx.Err() != nil {
+			return nil, dialCtx.Err()
 		}
 		kind, what := results.Classify(err), "connect"
 		if kind == results.FailOpenFiles {

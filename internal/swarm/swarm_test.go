@@ -30,7 +30,9 @@ func TestTurnTakingCounts(t *testing.T) {
 	assert.Equal(t, Snapshot{Phase: PhaseEnded, Rooms: 3, RoomsReady: 3, Sent: 60, Received: 180, Expected: 240},
 		obs.snaps[2], "every chat counted by the end, and each user closed its connection when it was done")
 	assert.Equal(t, results.Counts{Sent: 60, Received: 180, Total: 240, ExpectedSent: 60, ExpectedTotal: 240, Confirms: 60}, d.Counts)
-	assert.Equal(t, results.Connections{Attempted: 12, Established: 12, Peak: 12}, d.Connections)
+	assert.Positive(t, d.Connections.ConnectRate, "the set-up's connect rate")
+	d.Connections.ConnectRate = 0
+	assert.Equal(t, results.Connections{Attempted: 12, Established: 12, Peak: 12, Carried: new(int64(12))}, d.Connections)
 	assert.Equal(t, int64(180), d.Latency[results.LatencyDelivery].Count)
 	assert.Equal(t, int64(57), d.Latency[results.LatencyTurn].Count)
 	assert.Equal(t, int64(12), d.Latency[results.LatencyConnect].Count)
