@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,11 +67,18 @@ func volanogo(t *testing.T) string {
 // runScript runs a shell script with only the environment given (and
 // PATH), in dir, with stdin; it fails the test if it does not end within
 // two minutes.
-func runScript(t *testing.T, dir, script string, env map[string]string, stdin string) (stdout, stderr string, code int) {
+func runScript(t *testing.T, dir, script string, env map[string]string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runScriptWith(t, "sh", dir, script, env, stdin, args...)
+}
+
+// runScriptWith is runScript with another shell (bash).
+func runScriptWith(t *testing.T, shell, dir, script string, env map[string]string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testutil.Slack(2*time.Minute))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", script)
+	cmd := exec.CommandContext(ctx, shell, append([]string{script}, args...)...)
+	cmd.WaitDelay = 10 * time.Second // a child left holding the output does not hold the test
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range env {
@@ -141,10 +150,84 @@ func expand(params map[string]any) []map[string]string {
 	return jobs
 }
 
-// TestLKP reads the job file, checks that its parameters are the test
-// script's, and runs the script for two of the job's combinations
-// (shortened: 2 rooms, 20 messages, one run) on loopback; the stats
-// script reads the result.
+// The LKP program as lkp-tests lays one out today (programs/NAME/ with run,
+// parse, meta.yaml and pkg/PKGBUILD; read from intel/lkp-tests' programs/
+// hackbench, netperf, will-it-scale and netpipe, lib/reproduce-log.sh,
+// bin/run-stats and sbin/dump-stat).
+const lkpProgram = "lkp/programs/volanogo"
+
+// lkpMeta is a program's meta.yaml: these keys and no others.
+type lkpMeta struct {
+	ShortDescription string            `yaml:"short_description"`
+	Description      string            `yaml:"description"`
+	Homepage         string            `yaml:"homepage"`
+	Parameters       map[string]any    `yaml:"parameters"`
+	Results          map[string]string `yaml:"results"`
+}
+
+// runParams are the parameters a run script declares as LKP reads them:
+// its leading "# - name" lines.
+func runParams(t *testing.T, path string) []string {
+	t.Helper()
+	script, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var declared []string
+	for _, m := range regexp.MustCompile(`(?m)^# - ([a-z_]+)$`).FindAllStringSubmatch(string(script), -1) {
+		declared = append(declared, m[1])
+	}
+	return declared
+}
+
+// checkStats checks parse's output as LKP's dump-stat reads it: one
+// "key: value" a line, no whitespace in the key, a number for the value;
+// every key one that meta.yaml lists as a result (dump-stat prefixes the
+// program's name), never a parameter of the job.
+func checkStats(t *testing.T, out string, meta lkpMeta) map[string]float64 {
+	t.Helper()
+	kv := parseKeyValues(t, out)
+	for k := range kv {
+		assert.NotRegexp(t, `\s`, k)
+		assert.Contains(t, meta.Results, "volanogo."+k, "parse prints %q, which meta.yaml does not list as a result", k)
+		assert.NotContains(t, meta.Parameters, k, "a parameter is not a result")
+	}
+	return kv
+}
+
+func readLKPMeta(t *testing.T) lkpMeta {
+	t.Helper()
+	data, err := os.ReadFile(lkpProgram + "/meta.yaml")
+	require.NoError(t, err)
+	var meta lkpMeta
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	require.NoError(t, dec.Decode(&meta), "meta.yaml has lkp-tests' keys only")
+	return meta
+}
+
+// lkpLib writes a stand-in for the part of lkp-tests that run sources
+// ($LKP_SRC/lib/reproduce-log.sh: log_cmd prints the dated command, then
+// runs it), unless LKP_SRC names a real lkp-tests checkout.
+func lkpLib(t *testing.T) string {
+	t.Helper()
+	if src := os.Getenv("LKP_SRC"); src != "" {
+		return src
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "lib"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lib", "reproduce-log.sh"), []byte(`log_cmd()
+{
+	echo "$(date +'%F %T')" "$@"
+	echo "$@" >>"$TMP_RESULT_ROOT/reproduce.sh"
+	"$@"
+}
+`), 0o644))
+	return dir
+}
+
+// TestLKP reads the job file and the program, checks that the job's
+// parameters are the run script's and meta.yaml's, and runs the script for
+// two of the job's combinations (shortened: 2 rooms, 20 messages) on
+// loopback; parse reads the result.
 func TestLKP(t *testing.T) {
 	data, err := os.ReadFile("lkp/jobs/volanogo.yaml")
 	require.NoError(t, err)
@@ -156,22 +239,24 @@ func TestLKP(t *testing.T) {
 	assert.Equal(t, "volanogo", job.Testcase)
 	assert.Equal(t, "benchmark", job.Category)
 
-	// The script declares its parameters as LKP reads them ("# - name").
-	script, err := os.ReadFile("lkp/tests/volanogo")
-	require.NoError(t, err)
-	var declared []string
-	for _, m := range regexp.MustCompile(`(?m)^# - ([a-z_]+)$`).FindAllStringSubmatch(string(script), -1) {
-		declared = append(declared, m[1])
-	}
+	meta := readLKPMeta(t)
+	assert.NotEmpty(t, meta.ShortDescription)
+	assert.NotEmpty(t, meta.Homepage)
 	var params []string
 	for k := range job.Params {
 		params = append(params, k)
 	}
-	assert.ElementsMatch(t, declared, params, "the job's parameters are the script's")
+	declared := runParams(t, lkpProgram+"/run")
+	assert.ElementsMatch(t, declared, params, "the job's parameters are the run script's")
+	assert.ElementsMatch(t, declared, slices.Collect(maps.Keys(meta.Parameters)), "meta.yaml's parameters are the run script's")
+	for k := range meta.Results {
+		assert.True(t, strings.HasPrefix(k, "volanogo."), "meta.yaml's results are named program.key: %q", k)
+	}
 
 	combos := expand(job.Params)
 	require.Len(t, combos, 6, "3 room counts x 2 transports")
 	bin := volanogo(t)
+	lkpSrc := lkpLib(t)
 	seen := map[string]bool{}
 	for _, c := range combos {
 		if seen[c["transport"]] {
@@ -179,24 +264,59 @@ func TestLKP(t *testing.T) {
 		}
 		seen[c["transport"]] = true
 		t.Run(c["transport"], func(t *testing.T) {
-			env := map[string]string{"VOLANOGO": bin, "TMP": t.TempDir()}
+			env := map[string]string{"VOLANOGO": bin, "TMP": t.TempDir(), "LKP_SRC": lkpSrc, "TMP_RESULT_ROOT": t.TempDir()}
 			for k, v := range c {
 				env[k] = v
 			}
-			env["rooms"], env["count"], env["runs"] = "2", "20", "1" // a short run
-			out, errOut, code := runScript(t, t.TempDir(), mustAbs(t, "lkp/tests/volanogo"), env, "")
+			env["rooms"], env["count"], env["runs"] = "2", "20", "2" // short runs, one counted
+			out, errOut, code := runScriptWith(t, "bash", t.TempDir(), mustAbs(t, lkpProgram+"/run"), env, "")
 			require.Equal(t, 0, code, errOut)
-			stats, errOut, code := runScript(t, t.TempDir(), mustAbs(t, "lkp/stats/volanogo"), nil, out)
+			assert.Contains(t, out, bin+" load --serve --json", "log_cmd logs the command")
+			stats, errOut, code := runScript(t, t.TempDir(), mustAbs(t, lkpProgram+"/parse"), nil, out)
 			require.Equal(t, 0, code, errOut)
-			kv := parseKeyValues(t, stats)
+			kv := checkStats(t, stats, meta)
 			assert.Equal(t, 1.0, kv["pass"], stats)
 			assert.Positive(t, kv["msgs_per_sec"], stats)
 			assert.Positive(t, kv["server_cpu_per_msg_us"], "--serve measures the server: %s", stats)
 			assert.Positive(t, kv["client_cpu_per_msg_us"], stats)
 			assert.Contains(t, kv, "failures")
 			assert.Zero(t, kv["failures"])
+			if s, ok := kv["score"]; ok {
+				assert.Positive(t, s, "a score of 0 (runs under a second) is left out")
+			}
 		})
 	}
+}
+
+// TestLKPPKGBUILD builds the package as makepkg would (build, then
+// package, in bash with srcdir and pkgdir set), with this checkout as the
+// source, and runs the binary from LKP's benchmark directory.
+func TestLKPPKGBUILD(t *testing.T) {
+	pkgbuild := mustAbs(t, lkpProgram+"/pkg/PKGBUILD")
+	src, pkg := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Symlink(mustAbs(t, ".."), filepath.Join(src, "volanogo")))
+	script := `set -e
+. "$PKGBUILD"
+[ "$pkgname" = volanogo ] || { echo "pkgname $pkgname"; exit 1; }
+[ "${#source[@]}" = "${#sha256sums[@]}" ] || { echo "one checksum per source"; exit 1; }
+for v in pkgver pkgrel url; do [ -n "${!v}" ] || { echo "no $v"; exit 1; }; done
+[ "${#arch[@]}" -gt 0 ] && [ "${#license[@]}" -gt 0 ] || { echo "no arch or license"; exit 1; }
+(build)
+(package)
+echo "$pkgver"
+`
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Slack(3*time.Minute))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Env = append(os.Environ(), "PKGBUILD="+pkgbuild, "srcdir="+src, "pkgdir="+pkg)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	version := strings.TrimSpace(string(out))
+	bin := filepath.Join(pkg, "lkp", "benchmarks", "volanogo", "volanogo")
+	out, err = exec.Command(bin, "version").CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), version, "the binary says the package's version")
 }
 
 func mustAbs(t *testing.T, p string) string {
@@ -206,30 +326,47 @@ func mustAbs(t *testing.T, p string) string {
 	return a
 }
 
-func TestLKPStatsParser(t *testing.T) {
-	stats := mustAbs(t, "lkp/stats/volanogo")
-	out, _, code := runScript(t, t.TempDir(), stats, nil, "text before\n"+
+// TestLKPParser: results only, never the parameters or the bookkeeping of
+// the line (rooms, users, count, runs, passed, run_id), no score of 0 (runs
+// too short for one), no null (unknown) figure.
+func TestLKPParser(t *testing.T) {
+	meta := readLKPMeta(t)
+	parse := mustAbs(t, lkpProgram+"/parse")
+	out, _, code := runScript(t, t.TempDir(), parse, nil, "text before\n"+
 		`{"volanogo": 1, "verdict": "fail", "exit": 1, "score": 0, "msgs_per_sec": 0, "server_cpu_per_msg_us": null, `+
 		`"client_cpu_per_msg_us": 1.5e-05, "failures": 3, "runs": 1, "passed": 0, "rooms": 2, "users": 20, "count": 20, `+
 		`"run_id": "x, \"y\": 1", "steps": [{"rooms": 2, "score": 0, "msgs_per_sec": 99}]}`+"\ntext after\n")
 	require.Equal(t, 0, code)
-	kv := parseKeyValues(t, out)
-	assert.Equal(t, map[string]float64{"fail": 1, "score": 0, "msgs_per_sec": 0, "client_cpu_per_msg_us": 1.5e-05,
-		"failures": 3, "runs": 1, "passed": 0, "rooms": 2, "users": 20, "count": 20}, kv)
-	_, errOut, code := runScript(t, t.TempDir(), stats, nil, "no result here\n")
+	kv := checkStats(t, out, meta)
+	assert.Equal(t, map[string]float64{"fail": 1, "msgs_per_sec": 0, "client_cpu_per_msg_us": 1.5e-05, "failures": 3}, kv)
+
+	out, _, code = runScript(t, t.TempDir(), parse, nil,
+		`{"volanogo": 1, "verdict": "pass", "exit": 0, "score": 214873, "msgs_per_sec": 214000.5, "server_cpu_per_msg_us": 4.1, `+
+			`"client_cpu_per_msg_us": 4.5, "failures": 0, "runs": 4, "passed": 4, "rooms": 10, "users": 20, "count": 100, "run_id": "r", "steps": []}`+"\n")
+	require.Equal(t, 0, code)
+	assert.Equal(t, map[string]float64{"pass": 1, "score": 214873, "msgs_per_sec": 214000.5, "server_cpu_per_msg_us": 4.1,
+		"client_cpu_per_msg_us": 4.5, "failures": 0}, checkStats(t, out, meta))
+
+	_, errOut, code := runScript(t, t.TempDir(), parse, nil, "no result here\n")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "no result line")
 }
 
-// TestShellSyntax: every script parses (the pack script downloads, so it
-// is not run here).
+// TestShellSyntax: every script parses with its interpreter and is
+// executable.
 func TestShellSyntax(t *testing.T) {
-	for _, s := range []string{"lkp/tests/volanogo", "lkp/stats/volanogo", "lkp/pack/volanogo", "pts/volanogo-1.0.0/install.sh"} {
-		out, err := exec.Command("sh", "-n", s).CombinedOutput()
-		assert.NoError(t, err, "%s: %s", s, out)
-		fi, err := os.Stat(s)
+	for _, s := range []struct{ sh, path string }{
+		{"bash", lkpProgram + "/run"}, {"sh", lkpProgram + "/parse"}, {"bash", lkpProgram + "/pkg/PKGBUILD"},
+		{"sh", "pts/volanogo-1.0.0/install.sh"}, {"sh", "pts/profile.sh"},
+	} {
+		out, err := exec.Command(s.sh, "-n", s.path).CombinedOutput()
+		assert.NoError(t, err, "%s: %s", s.path, out)
+		if strings.HasSuffix(s.path, "PKGBUILD") {
+			continue // sourced, not run
+		}
+		fi, err := os.Stat(s.path)
 		require.NoError(t, err)
-		assert.NotZero(t, fi.Mode()&0o100, "%s is executable", s)
+		assert.NotZero(t, fi.Mode()&0o100, "%s is executable", s.path)
 	}
 }
 
@@ -272,14 +409,16 @@ type ptsParser struct {
 	StripResultPostfix string `xml:"StripResultPostfix"`
 	ResultScale        string `xml:"ResultScale"`
 	ResultProportion   string `xml:"ResultProportion"`
-	ResultImportance   string `xml:"ResultImportance"`
 	AppendToArgs       string `xml:"AppendToArgumentsDescription"`
+	Importance         string `xml:"Importance"`
 }
 
 type ptsDownloads struct {
 	Packages []struct {
 		URL                  string `xml:"URL"`
+		SHA256               string `xml:"SHA256"`
 		FileName             string `xml:"FileName"`
+		FileSize             int64  `xml:"FileSize"`
 		PlatformSpecific     string `xml:"PlatformSpecific"`
 		ArchitectureSpecific string `xml:"ArchitectureSpecific"`
 	} `xml:"Downloads>Package"`
@@ -337,6 +476,9 @@ var ptsArch = map[string]string{"x86_64": "amd64", "aarch64": "arm64"}
 // parses the log with the profile's result parsers.
 func TestPTS(t *testing.T) {
 	const dir = "pts/volanogo-1.0.0"
+	checkPTSSchema(t, dir+"/test-definition.xml", ptsTestProfileSchema)
+	checkPTSSchema(t, dir+"/results-definition.xml", ptsResultsParserSchema)
+	checkPTSSchema(t, dir+"/downloads.xml", ptsDownloadsSchema)
 	var def ptsTestDefinition
 	readXML(t, dir+"/test-definition.xml", &def)
 	assert.Equal(t, "volanogo", def.Info.Title)
@@ -360,7 +502,8 @@ func TestPTS(t *testing.T) {
 		}
 	}
 
-	// The downloads are the release's archives, by GoReleaser's names.
+	// The downloads are the release's archives, by GoReleaser's names; the
+	// release fills in their SHA256 and sizes (profile.sh, below).
 	var dl ptsDownloads
 	readXML(t, dir+"/downloads.xml", &dl)
 	require.Len(t, dl.Packages, 2)
@@ -373,6 +516,7 @@ func TestPTS(t *testing.T) {
 	install, err := os.ReadFile(dir + "/install.sh")
 	require.NoError(t, err)
 	assert.Contains(t, string(install), "volanogo_"+def.Info.AppVersion+"_linux_", "install.sh extracts the archive downloads.xml names")
+	assert.Regexp(t, `load --serve --json .*-runs 4 --discard 1`, string(install), "a trial keeps the run rule: 4 runs, the first discarded")
 
 	var rd ptsResultsDefinition
 	readXML(t, dir+"/results-definition.xml", &rd)
@@ -382,7 +526,10 @@ func TestPTS(t *testing.T) {
 		assert.Contains(t, p.OutputTemplate, p.LineHint, "PTS searches the log for the LineHint found in the template")
 		assert.Contains(t, p.OutputTemplate, p.ResultAfterString+" #_RESULT_#")
 	}
-	assert.Empty(t, rd.Parsers[0].ResultImportance, "messages per second is the primary result")
+	assert.Empty(t, rd.Parsers[0].Importance, "messages per second is the primary result")
+	for _, p := range rd.Parsers[1:] {
+		assert.Equal(t, "Secondary", p.Importance, p.ResultAfterString)
+	}
 
 	if runtime.GOOS != "linux" {
 		t.Skip("the profile installs a linux binary")
@@ -391,11 +538,41 @@ func TestPTS(t *testing.T) {
 	if !slices.Contains([]string{"amd64", "arm64"}, goarch) {
 		t.Skip("no release for " + goarch)
 	}
-	// Install as PTS does: the downloaded file in the install directory,
-	// install.sh run there, HOME the install directory.
+	// A release's dist (both archives, of this checkout's binary, and
+	// checksums.txt) and the profile that profile.sh writes for it.
+	const version = "0.1.0"
+	dist, out := t.TempDir(), t.TempDir()
+	var sums strings.Builder
+	for _, a := range []string{"amd64", "arm64"} {
+		name := archiveName(version, a)
+		writeArchive(t, filepath.Join(dist, name), volanogo(t))
+		data, err := os.ReadFile(filepath.Join(dist, name))
+		require.NoError(t, err)
+		fmt.Fprintf(&sums, "%x  %s\n", sha256.Sum256(data), name)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dist, "checksums.txt"), []byte(sums.String()), 0o644))
+	_, errOut, code := runScript(t, t.TempDir(), mustAbs(t, "pts/profile.sh"), nil, "", version, dist, out)
+	require.Equal(t, 0, code, errOut)
+	published := filepath.Join(out, "volanogo-1.0.0")
+	checkPTSSchema(t, filepath.Join(published, "downloads.xml"), ptsDownloadsSchema)
+	var pub ptsDownloads
+	readXML(t, filepath.Join(published, "downloads.xml"), &pub)
+	require.Len(t, pub.Packages, 2)
+	for _, p := range pub.Packages {
+		data, err := os.ReadFile(filepath.Join(dist, p.FileName))
+		require.NoError(t, err, "downloads.xml names %s", p.FileName)
+		assert.Equal(t, fmt.Sprintf("%x", sha256.Sum256(data)), p.SHA256, p.FileName)
+		assert.Equal(t, int64(len(data)), p.FileSize, p.FileName)
+	}
+
+	// Install as PTS does: the downloaded file (checked against SHA256
+	// above) in the install directory, install.sh run there, HOME the
+	// install directory.
 	installDir := t.TempDir()
-	writeArchive(t, filepath.Join(installDir, archiveName(def.Info.AppVersion, goarch)), volanogo(t))
-	_, errOut, code := runScript(t, installDir, mustAbs(t, dir+"/install.sh"), map[string]string{"HOME": installDir}, "")
+	data, err := os.ReadFile(filepath.Join(dist, archiveName(version, goarch)))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(installDir, archiveName(version, goarch)), data, 0o644))
+	_, errOut, code = runScript(t, installDir, filepath.Join(published, "install.sh"), map[string]string{"HOME": installDir}, "")
 	require.Equal(t, 0, code, errOut)
 
 	logFile := filepath.Join(installDir, "result.log")
@@ -405,10 +582,11 @@ func TestPTS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testutil.Slack(2*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "./volanogo", args...)
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = installDir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + installDir, "LOG_FILE=" + logFile}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
+	combined, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(combined))
 	status, err := os.ReadFile(filepath.Join(installDir, "test-exit-status"))
 	require.NoError(t, err)
 	text, _ := os.ReadFile(filepath.Join(installDir, "volanogo-text.log"))
@@ -454,4 +632,123 @@ func TestPTSParser(t *testing.T) {
 	p.ResultAfterString = `"server_cpu_per_msg_us":`
 	_, err = p.parse("{\"volanogo\": 1, \"server_cpu_per_msg_us\": null, \"y\": 2}\n")
 	assert.Error(t, err, "null is not a result")
+}
+
+// The PTS profile's schemas as far as volanogo's profile goes: for each
+// element, its children in the order of the XSD's sequence, and the values
+// its enumerations allow. Read from phoronix-test-suite's
+// pts-core/openbenchmarking.org/schemas/test-profile.xsd,
+// results-parser.xsd, test-profile-downloads.xsd and types.xsd.
+type ptsSchema struct {
+	children map[string][]string
+	enums    map[string][]string
+	patterns map[string]string
+}
+
+var ptsTestProfileSchema = ptsSchema{
+	children: map[string][]string{
+		"":                  {"PhoronixTestSuite"},
+		"PhoronixTestSuite": {"TestInformation", "TestProfile", "TestSettings"},
+		"PhoronixTestSuite/TestInformation": {"Title", "AppVersion", "Description", "ResultScale", "Proportion",
+			"ResultQuantifier", "DisplayFormat", "SubTitle", "Executable", "TimesToRun", "IgnoreRuns",
+			"InstallationAgreement", "PreInstallMessage", "PostInstallMessage"},
+		"PhoronixTestSuite/TestProfile": {"Version", "SupportedPlatforms", "SoftwareType", "TestType", "License",
+			"Status", "SupportedArchitectures", "ExternalDependencies", "Extends", "RequiresRoot",
+			"RequiresRootInstall", "RequiresDisplay", "RequiresNetwork", "InstallRequiresInternet",
+			"RequiresInternet", "EnvironmentSize", "EnvironmentTestingSize", "EstimatedTimePerRun", "ProjectURL",
+			"RepositoryURL", "RequiresCoreVersionMin", "RequiresCoreVersionMax", "InternalTags", "Maintainer",
+			"AllowResultsSharing", "AutoSaveResults", "RemoveInstallDirectoryOnReinstall", "SystemDependencies"},
+		"PhoronixTestSuite/TestSettings":                   {"Default", "Option"},
+		"PhoronixTestSuite/TestSettings/Default":           {"Arguments", "PostArguments", "AllowCacheShare", "MinimumLength", "MaximumLength"},
+		"PhoronixTestSuite/TestSettings/Option":            {"DisplayName", "Identifier", "ArgumentPrefix", "ArgumentPostfix", "DefaultEntry", "Message", "Menu"},
+		"PhoronixTestSuite/TestSettings/Option/Menu":       {"Entry"},
+		"PhoronixTestSuite/TestSettings/Option/Menu/Entry": {"Name", "Value", "Message"},
+	},
+	enums: map[string][]string{
+		"PhoronixTestSuite/TestInformation/Proportion": {"LIB", "HIB", "ABSTRACT"},
+		"PhoronixTestSuite/TestProfile/SoftwareType":   {"BaseTestProfile", "Utility", "Simulator", "Scientific", "Benchmark", "Application", "Game"},
+		"PhoronixTestSuite/TestProfile/TestType":       {"System", "Processor", "Disk", "Graphics", "Memory", "Network", "OS", "Other"},
+		"PhoronixTestSuite/TestProfile/License":        {"Free", "Non-Free", "Retail", "Restricted"},
+		"PhoronixTestSuite/TestProfile/Status":         {"Verified", "Unverified", "Private", "Broken", "Experimental", "Deprecated"},
+	},
+	patterns: map[string]string{
+		"PhoronixTestSuite/TestProfile/Version":         `^[0-9]\.[0-9]{1,2}\.[0-9]{1,2}$`,
+		"PhoronixTestSuite/TestInformation/TimesToRun":  `^[1-9][0-9]*$`,
+		"PhoronixTestSuite/TestProfile/ProjectURL":      `^https?://`,
+		"PhoronixTestSuite/TestProfile/EnvironmentSize": `^[0-9]+(\.[0-9]+)?$`,
+	},
+}
+
+var ptsResultsParserSchema = ptsSchema{
+	children: map[string][]string{
+		"":                  {"PhoronixTestSuite"},
+		"PhoronixTestSuite": {"ResultsParser", "ImageParser", "SystemMonitor", "ExtraData"},
+		"PhoronixTestSuite/ResultsParser": {"OutputTemplate", "MatchToTestArguments", "ResultKey", "LineHint",
+			"LineBeforeHint", "LineAfterHint", "ResultBeforeString", "ResultAfterString", "StripFromResult",
+			"StripResultPostfix", "MultiMatch", "DivideResultBy", "DivideResultDivisor", "MultiplyResultBy",
+			"ResultScale", "ResultProportion", "DisplayFormat", "ResultPrecision", "ArgumentsDescription",
+			"AppendToArgumentsDescription", "FileFormat", "TurnCharsToSpace", "DeleteOutputBefore",
+			"DeleteOutputAfter", "Importance"},
+	},
+	enums: map[string][]string{"PhoronixTestSuite/ResultsParser/ResultProportion": {"LIB", "HIB"}},
+}
+
+var ptsDownloadsSchema = ptsSchema{
+	children: map[string][]string{
+		"":                            {"PhoronixTestSuite"},
+		"PhoronixTestSuite":           {"Downloads"},
+		"PhoronixTestSuite/Downloads": {"Package"},
+		"PhoronixTestSuite/Downloads/Package": {"URL", "MD5", "SHA256", "FileName", "FileSize", "PlatformSpecific",
+			"ArchitectureSpecific", "Optional"},
+	},
+	patterns: map[string]string{
+		"PhoronixTestSuite/Downloads/Package/SHA256":   `^[0-9a-f]{64}$`,
+		"PhoronixTestSuite/Downloads/Package/FileSize": `^[1-9][0-9]*$`,
+	},
+}
+
+// checkPTSSchema checks that every element of the file is one its parent
+// allows, in the schema's order (a repeated element may repeat), and that
+// the values of enumerated and patterned elements are allowed ones.
+func checkPTSSchema(t *testing.T, path string, schema ptsSchema) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	var stack []string
+	last := map[string]int{"": -1}
+	var text strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			parent := strings.Join(stack, "/")
+			allowed, ok := schema.children[parent]
+			require.True(t, ok, "%s: <%s> has no children in the schema, found <%s>", path, parent, el.Name.Local)
+			i := slices.Index(allowed, el.Name.Local)
+			require.GreaterOrEqual(t, i, 0, "%s: <%s> is not allowed in <%s>", path, el.Name.Local, parent)
+			require.GreaterOrEqual(t, i, last[parent], "%s: <%s> comes too late in <%s>: the schema's order is %v", path, el.Name.Local, parent, allowed)
+			last[parent] = i
+			stack = append(stack, el.Name.Local)
+			last[strings.Join(stack, "/")] = -1
+			text.Reset()
+		case xml.CharData:
+			text.Write(el)
+		case xml.EndElement:
+			key := strings.Join(stack, "/")
+			v := strings.TrimSpace(text.String())
+			if e, ok := schema.enums[key]; ok {
+				assert.Contains(t, e, v, "%s: <%s>", path, key)
+			}
+			if p, ok := schema.patterns[key]; ok {
+				assert.Regexp(t, p, v, "%s: <%s>", path, key)
+			}
+			stack = stack[:len(stack)-1]
+			text.Reset()
+		}
+	}
+	assert.Empty(t, stack, "%s: unclosed elements", path)
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Release dry run: checks .goreleaser.yaml, builds every target as a
-# snapshot and packs the archives and checksums, without publishing.
+# snapshot and packs the archives and checksums, and writes the Phoronix
+# Test Suite profile of those archives (dist/pts), without publishing.
 # Slow (the first run downloads and compiles GoReleaser), so it is not
 # part of CI. Output goes to dist/, which git ignores.
 #
@@ -40,6 +41,10 @@ if [[ "${1:-}" != "--build-only" ]]; then
 		done
 		go -C tools/image run . -o dist/image -version "${version}" -bin "$(IFS=,; echo "${bins[*]}")"
 	fi
+	# The Phoronix Test Suite profile of these archives, with their SHA256
+	# and sizes (a release runs the same after goreleaser release).
+	version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)
+	sh packaging/pts/profile.sh "${version}" dist dist/pts
 fi
 
 echo
