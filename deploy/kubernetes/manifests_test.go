@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -42,6 +44,7 @@ var kinds = map[string]struct {
 	"Pod":                   {"v1", func() any { return &corev1.Pod{} }},
 	"Deployment":            {"apps/v1", func() any { return &appsv1.Deployment{} }},
 	"Job":                   {"batch/v1", func() any { return &batchv1.Job{} }},
+	"PodMonitor":            {"monitoring.coreos.com/v1", func() any { return &monitoringv1.PodMonitor{} }},
 }
 
 // object is one decoded manifest document.
@@ -212,7 +215,88 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"Namespace/volanogo", "Deployment/volanogo-server", "Service/volanogo-server",
-		"Job/volanogo-swarm"}, slices.Collect(maps.Keys(seen)))
+		"Job/volanogo-swarm", "ConfigMap/" + runConfigMap(t, objs).Name}, slices.Collect(maps.Keys(seen)))
+}
+
+// runConfigMap is the run's ConfigMap that swarm/ generates from run.env:
+// volanogo-run, with the hash of its contents as kustomize appends it.
+func runConfigMap(t *testing.T, objs []object) *corev1.ConfigMap {
+	t.Helper()
+	var found []*corev1.ConfigMap
+	for _, o := range objs {
+		if cm, ok := o.obj.(*corev1.ConfigMap); ok && strings.HasPrefix(cm.Name, "volanogo-run-") {
+			found = append(found, cm)
+		}
+	}
+	require.Len(t, found, 1, "one generated ConfigMap volanogo-run-<hash>")
+	return found[0]
+}
+
+// TestApplyOrder: `kubectl apply -k deploy/kubernetes` applies the objects
+// in the order kustomize prints them: the namespace first, the ConfigMap
+// before the Job whose pods read it, and the Job after the server. Before,
+// the ConfigMap was made by hand after the Job, whose pods then waited in
+// CreateContainerConfigError.
+func TestApplyOrder(t *testing.T) {
+	objs := loadManifests(t)
+	at := map[string]int{}
+	for i, o := range objs {
+		at[o.kind] = i
+	}
+	assert.Equal(t, 0, at["Namespace"], "the namespace first")
+	assert.Less(t, at["ConfigMap"], at["Job"], "the ConfigMap before the Job")
+	assert.Less(t, at["Deployment"], at["Job"], "the server before the swarm")
+	// Every ConfigMap the Job reads is one the kustomization makes.
+	cm := runConfigMap(t, objs)
+	job := find[*batchv1.Job](t, objs, "volanogo-swarm")
+	refs := 0
+	for _, c := range job.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				assert.Equal(t, cm.Name, e.ValueFrom.ConfigMapKeyRef.Name, e.Name)
+				assert.Contains(t, cm.Data, e.ValueFrom.ConfigMapKeyRef.Key, e.Name)
+				refs++
+			}
+		}
+	}
+	assert.Equal(t, 2, refs, "RUN_ID and START_AT")
+}
+
+// TestPodMonitor: the PodMonitor (the Prometheus Operator's type, decoded
+// strictly) scrapes the server's pods on their metrics port and path.
+func TestPodMonitor(t *testing.T) {
+	objs := render(t, "monitoring")
+	pm := find[*monitoringv1.PodMonitor](t, objs, "volanogo-server")
+	assert.Equal(t, namespace, pm.Namespace)
+	dep := find[*appsv1.Deployment](t, loadManifests(t), "volanogo-server")
+	sel, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+	require.NoError(t, err)
+	assert.True(t, sel.Matches(labels.Set(dep.Spec.Template.Labels)), "the PodMonitor selects the server's pods")
+	require.Len(t, pm.Spec.PodMetricsEndpoints, 1)
+	ep := pm.Spec.PodMetricsEndpoints[0]
+	require.NotNil(t, ep.Port)
+	assert.EqualValues(t, 8002, containerPort(t, dep.Spec.Template.Spec.Containers[0], intstr.FromString(*ep.Port)))
+	assert.Equal(t, "/metrics", ep.Path)
+	// Not in the top kustomization: a cluster without the operator refuses the kind.
+	for _, o := range loadManifests(t) {
+		assert.NotEqual(t, "PodMonitor", o.kind)
+	}
+}
+
+// requireGoMemLimit: GOMEMLIMIT is the container's own memory limit, by
+// the downward API, never a figure that drifts from it.
+func requireGoMemLimit(t *testing.T, where string, c corev1.Container) {
+	t.Helper()
+	i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" })
+	require.GreaterOrEqual(t, i, 0, "%s: no GOMEMLIMIT", where)
+	e := c.Env[i]
+	assert.Empty(t, e.Value, where)
+	require.NotNil(t, e.ValueFrom, where)
+	require.NotNil(t, e.ValueFrom.ResourceFieldRef, where)
+	assert.Equal(t, "limits.memory", e.ValueFrom.ResourceFieldRef.Resource, where)
+	assert.Equal(t, c.Name, e.ValueFrom.ResourceFieldRef.ContainerName, where)
+	_, ok := c.Resources.Limits[corev1.ResourceMemory]
+	assert.True(t, ok, "%s: GOMEMLIMIT from a memory limit that is set", where)
 }
 
 // TestFilesDecodeStrictly decodes the files themselves, not only what
@@ -239,8 +323,9 @@ func TestKustomizations(t *testing.T) {
 	}
 	server := keys(render(t, "server"))
 	assert.ElementsMatch(t, []string{"Namespace/volanogo", "Deployment/volanogo-server", "Service/volanogo-server"}, server)
-	swarm := keys(render(t, "swarm"))
-	assert.ElementsMatch(t, []string{"Job/volanogo-swarm"}, swarm)
+	swarmObjs := render(t, "swarm")
+	swarm := keys(swarmObjs)
+	assert.ElementsMatch(t, []string{"Job/volanogo-swarm", "ConfigMap/" + runConfigMap(t, swarmObjs).Name}, swarm)
 	assert.ElementsMatch(t, append(server, swarm...), keys(loadManifests(t)))
 }
 
@@ -399,6 +484,9 @@ func requireResources(t *testing.T, where string, r corev1.ResourceRequirements)
 		req, ok := r.Requests[name]
 		assert.True(t, ok, "%s: no %s request", where, name)
 		lim, ok := r.Limits[name]
+		if name == corev1.ResourceCPU && !ok {
+			continue // the swarm's: no CPU limit (TestSwarm)
+		}
 		assert.True(t, ok, "%s: no %s limit", where, name)
 		assert.LessOrEqual(t, req.Cmp(lim), 0, "%s: %s request %s above limit %s", where, name, req.String(), lim.String())
 	}
@@ -457,6 +545,9 @@ func TestServer(t *testing.T) {
 	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
 	assert.Equal(t, []string{"serve", "--listen", ":8000", "--ws-listen", ":8080", "--metrics-listen", ":8002"}, c.Args)
+	requireGoMemLimit(t, "server", c)
+	// The server is Guaranteed: requests equal to limits, CPU included.
+	assert.Equal(t, c.Resources.Requests, c.Resources.Limits, "server resources")
 	ports := map[string]int32{}
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
@@ -582,13 +673,29 @@ func TestSwarm(t *testing.T) {
 			assert.Contains(t, env, m[1], "argument %q uses an undefined variable", a)
 		}
 	}
+	cm := runConfigMap(t, objs)
 	for _, name := range []string{"RUN_ID", "START_AT"} {
 		e := env[name]
 		require.NotNil(t, e.ValueFrom, name)
 		require.NotNil(t, e.ValueFrom.ConfigMapKeyRef, name)
-		assert.Equal(t, "volanogo-run", e.ValueFrom.ConfigMapKeyRef.Name, name)
+		assert.Equal(t, cm.Name, e.ValueFrom.ConfigMapKeyRef.Name, name)
 		assert.Equal(t, name, e.ValueFrom.ConfigMapKeyRef.Key, name)
 	}
+	assert.NotEmpty(t, cm.Data["RUN_ID"])
+	if at := cm.Data["START_AT"]; at != "" {
+		_, err := time.Parse(time.RFC3339, at)
+		assert.NoError(t, err, "START_AT is empty (no shared start) or an RFC 3339 time")
+	}
+
+	// Requests, and no CPU limit: throttling would stop a shard mid-period
+	// and show as the server's latency.
+	_, cpuLimit := c.Resources.Limits[corev1.ResourceCPU]
+	assert.False(t, cpuLimit, "the swarm has no CPU limit")
+	assert.False(t, c.Resources.Requests.Cpu().IsZero(), "the swarm requests its processors")
+	requireGoMemLimit(t, "swarm", c)
+	// The finished Job is cleaned up, after a day to copy the logs out.
+	require.NotNil(t, spec.TTLSecondsAfterFinished, "ttlSecondsAfterFinished")
+	assert.GreaterOrEqual(t, *spec.TTLSecondsAfterFinished, int32(3600))
 	if e, ok := env["JOB_COMPLETION_INDEX"]; ok {
 		require.NotNil(t, e.ValueFrom)
 		require.NotNil(t, e.ValueFrom.FieldRef)
@@ -651,7 +758,7 @@ func TestReadmeCoversEveryManifest(t *testing.T) {
 	for _, f := range manifestFiles(t) {
 		assert.True(t, strings.Contains(readme, filepath.Base(f)), "README.md does not mention %s", f)
 	}
-	for _, s := range []string{"create configmap volanogo-run --from-literal=RUN_ID=", "--shard", "--start-at", "--run-id",
+	for _, s := range []string{"swarm/run.env", "RUN_ID=", "START_AT=", "apply -k deploy/kubernetes/monitoring", "--shard", "--start-at", "--run-id",
 		"ip_local_port_range", "file-max", "kubectl kustomize deploy/kubernetes", "apply -k deploy/kubernetes/server",
 		"apply -k deploy/kubernetes/swarm", "kubectl -n volanogo logs", "volanogo report", "--server-metrics",
 		"/healthz", "/readyz", imageRepository} {
