@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
@@ -49,6 +50,9 @@ type link struct {
 	// user writes from its sender and, for a Ping, from its reader).
 	wmu sync.Mutex
 	rc  syscall.RawConn
+	// br, on a broker target, translates between the user's VOLANO
+	// packets and the broker's protocol (internal/broker).
+	br *broker.Conn
 
 	// The epoll engine (evloop_linux.go): evfd is the duplicate descriptor
 	// a loop reads once the net.Conn is closed; evState says who owns it
@@ -60,7 +64,7 @@ type link struct {
 
 	// To 192 bytes, a size the allocator aligns to cache lines
 	// (TestHotLines).
-	_ [32]byte
+	_ [24]byte
 }
 
 // States of a link's descriptor under the epoll engine.
@@ -87,6 +91,7 @@ type dialer struct {
 	transport string
 	addr      string // host:port (tcp)
 	url       string // ws
+	broker    broker.Options
 	bind      *binder
 	timeout   time.Duration
 }
@@ -120,8 +125,56 @@ func (d *dialer) dial(ctx context.Context) (*link, error) {
 		return nil, err
 	}
 	l := &link{nc: nc}
+	if d.broker.Protocol != "" {
+		if err := l.brokerHandshake(d.broker, d.timeout); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
 	l.initRaw()
 	return l, nil
+}
+
+// brokerHandshake opens the broker's session on the link's connection
+// (within timeout) and puts its translation between the user and it.
+func (l *link) brokerHandshake(o broker.Options, timeout time.Duration) error {
+	br, err := broker.New(o, l.srcRead, l.sinkWrite)
+	if err != nil {
+		return err
+	}
+	_ = l.nc.SetDeadline(time.Now().Add(timeout))
+	if err := br.Handshake(); err != nil {
+		return fmt.Errorf("%s handshake: %w", o.Protocol, err)
+	}
+	_ = l.nc.SetDeadline(time.Time{})
+	l.br = br
+	return nil
+}
+
+// srcRead and sinkWrite move a broker connection's own bytes: in raw mode
+// through read(2) and write(2), else through the net.Conn.
+func (l *link) srcRead(p []byte) (int, error) {
+	if l.raw {
+		return l.rawRead(p)
+	}
+	return l.nc.Read(p)
+}
+
+func (l *link) sinkWrite(b []byte) error {
+	if l.raw {
+		return l.rawWrite(b)
+	}
+	_, err := l.nc.Write(b)
+	return err
+}
+
+// buffered is what the link holds that a read may return without waiting
+// for the socket (a broker's frames not yet translated).
+func (l *link) buffered() int {
+	if l.br == nil {
+		return 0
+	}
+	return l.br.Buffered()
 }
 
 // plainLoop is loop through the connection's own Read.
@@ -139,6 +192,9 @@ func (u *user) plainLoop(handle func(protocol.Frame) (bool, error)) error {
 
 // Read reads the stream of packets.
 func (l *link) Read(p []byte) (int, error) {
+	if l.br != nil {
+		return l.br.Read(p)
+	}
 	if l.raw {
 		return l.rawRead(p)
 	}
@@ -181,6 +237,9 @@ func msgType(mt int) string {
 
 // write sends one packet (WebSocket: one message).
 func (l *link) write(pkt []byte) error {
+	if l.br != nil {
+		return l.br.Write(pkt)
+	}
 	if l.raw {
 		return l.rawWrite(pkt)
 	}

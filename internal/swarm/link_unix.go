@@ -125,7 +125,7 @@ func (u *user) loop(handle func(protocol.Frame) (bool, error)) error {
 func (u *user) pump(handle func(protocol.Frame) (bool, error)) (bool, error) {
 	l := u.l
 	for {
-		if !l.mayRead && u.rd.Buffered() == 0 && l.rpos == l.rend {
+		if !l.mayRead && u.rd.Buffered() == 0 && l.rpos == l.rend && l.buffered() == 0 {
 			// Drained: wait for readiness (no read, no error), for the
 			// bytes up to this user's turn when reads are batched.
 			u.setLowat()

@@ -13,6 +13,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/sysinfo"
 )
@@ -94,6 +95,9 @@ func newRunState(spec *Spec, t Target) (*runState, error) {
 		stopCh:    make(chan struct{}),
 		drainedCh: make(chan struct{}),
 		abortCh:   make(chan struct{}),
+	}
+	if IsBroker(t.Transport) {
+		rs.dialer.broker = broker.Options{Protocol: t.Transport, Prefix: t.Prefix, QoS: t.QoS}
 	}
 	nShards := min(4*runtime.GOMAXPROCS(0), 64)
 	for i := 0; i < nShards; i++ {

@@ -206,10 +206,17 @@ func (u *user) connect(ctx context.Context) (*link, error) {
 		_ = l.close()
 		return nil, errAborted
 	}
+	if testHookLink != nil {
+		testHookLink(u, l)
+	}
 	u.l = l
 	u.rd = protocol.NewReader(l, rs.spec.MaxPacket)
 	return l, nil
 }
+
+// testHookLink, when set, is called with each new connection (a test
+// slows one user's reads).
+var testHookLink func(u *user, l *link)
 
 func isConfirm(id protocol.ID) func(protocol.Frame) bool {
 	return func(f protocol.Frame) bool { return f.ID == id && f.Type == protocol.Confirm }

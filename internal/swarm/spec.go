@@ -8,14 +8,24 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/internal/results"
 )
 
-// Transports.
+// Transports: the VOLANO protocol over TCP or WebSocket, or a pub/sub
+// broker's own protocol (internal/broker), one connection per user.
 const (
-	TransportTCP = "tcp"
-	TransportWS  = "ws"
+	TransportTCP   = "tcp"
+	TransportWS    = "ws"
+	TransportNATS  = broker.NATS
+	TransportRedis = broker.Redis
+	TransportMQTT  = broker.MQTT
 )
+
+// IsBroker reports whether transport is a broker's protocol.
+func IsBroker(transport string) bool {
+	return transport == TransportNATS || transport == TransportRedis || transport == TransportMQTT
+}
 
 // Engines of the client: how the users' sockets are read in the timed
 // phase.
@@ -63,11 +73,15 @@ const MarkText = "123456789 123456789 123456789 123456789 123456789 123456789 "
 
 // Target is the server a run connects to.
 type Target struct {
-	// Transport is TransportTCP (Addr, host:port) or TransportWS (URL,
-	// ws://host:port/chat).
+	// Transport is TransportTCP (Addr, host:port), TransportWS (URL,
+	// ws://host:port/chat), or a broker's (Addr).
 	Transport string
 	Addr      string
 	URL       string
+	// Prefix (brokers) goes before each room's name to make its subject,
+	// channel or topic; QoS is MQTT's, 0 or 1.
+	Prefix string
+	QoS    int
 }
 
 // Spec is one run of the swarm: its rooms, its users and what they do.
@@ -315,7 +329,7 @@ func (s *Spec) normalize(t Target) error {
 		case s.Scenario == results.ScenarioChurn:
 			return cfgErr("engine epoll: turns and paced only (churn connects and closes users all the time, which the loops do not do: it runs on goroutines)")
 		case t.Transport != TransportTCP:
-			return cfgErr("engine epoll: TCP only (WebSocket runs on goroutines)")
+			return cfgErr("engine epoll: TCP only (WebSocket and brokers run on goroutines)")
 		}
 	default:
 		return cfgErr("engine %q is not goroutine or epoll", s.Engine)
@@ -333,8 +347,15 @@ func (s *Spec) normalize(t Target) error {
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 			return cfgErr("%q is not a ws:// or wss:// URL", t.URL)
 		}
+	case TransportNATS, TransportRedis, TransportMQTT:
+		if t.Addr == "" {
+			return cfgErr("no broker address")
+		}
+		if err := (broker.Options{Protocol: t.Transport, Prefix: t.Prefix, QoS: t.QoS}).Check(); err != nil {
+			return &ConfigError{Err: err}
+		}
 	default:
-		return cfgErr("transport %q is not tcp or ws", t.Transport)
+		return cfgErr("transport %q is not tcp, ws, nats, redis or mqtt", t.Transport)
 	}
 	return nil
 }

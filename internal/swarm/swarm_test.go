@@ -71,7 +71,7 @@ func TestSpecErrors(t *testing.T) {
 		{Spec{Rooms: []int{1}, Users: 1, Count: 1}, tcp, "users: value must be at least 2 (1)"},
 		{Spec{Rooms: []int{1}, Count: 0}, tcp, "count 0 runs forever: give a duration"},
 		{Spec{Count: 1}, tcp, "no rooms"},
-		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: "udp"}, `transport "udp" is not tcp or ws`},
+		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: "udp"}, `transport "udp" is not tcp, ws, nats, redis or mqtt`},
 		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: TransportWS, URL: "http://x"}, `"http://x" is not a ws:// or wss:// URL`},
 		{Spec{Rooms: []int{1}, Count: 1, Bind: []string{"nope"}}, tcp, `"nope" is not an address`},
 		{Spec{Rooms: []int{1}, Count: 1, Scenario: "hurricane"}, tcp, `scenario "hurricane" is not turns, paced, churn or storm`},

@@ -236,7 +236,7 @@ func newRoom(rs *runState, index, num, users int) (*room, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch := rs.spec.BatchReads && runtime.GOOS == "linux" && !rs.paced && rs.spec.Count > 0 && rs.spec.Duration == 0 && rs.transport != TransportWS
+	batch := rs.spec.BatchReads && runtime.GOOS == "linux" && !rs.paced && rs.spec.Count > 0 && rs.spec.Duration == 0 && rs.transport == TransportTCP
 	// header 6, question 1, room id 4, room name, user name, text (Mark's
 	// 60 characters, trimmed to 59 by the server).
 	r.confirmSize = 6 + 1 + 4 + 2 + len(r.name) + 2 + 2

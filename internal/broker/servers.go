@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Server is a broker program that `load --serve NAME` starts on a free
+// loopback port for each run, and that the tests start.
+type Server struct {
+	// Name is the program's name, as --serve takes it.
+	Name string
+	// Protocol is the protocol it speaks (NATS, Redis, MQTT).
+	Protocol string
+	// Package is the Debian package that installs it.
+	Package string
+	// Command is its command line for /bin/sh, {port} standing for the
+	// port: loopback only, nothing written to disk.
+	Command string
+	// version is the argument that prints its version, and the pattern
+	// that finds the version in what it prints.
+	version   []string
+	versionRE *regexp.Regexp
+}
+
+// Servers are the brokers --serve knows.
+var Servers = []Server{
+	{Name: "nats-server", Protocol: NATS, Package: "nats-server",
+		Command: "nats-server -a 127.0.0.1 -p {port}",
+		version: []string{"--version"}, versionRE: regexp.MustCompile(`v?(\d+\.\d+\.\d+\S*)`)},
+	{Name: "redis-server", Protocol: Redis, Package: "redis-server",
+		Command: "redis-server --bind 127.0.0.1 --port {port} --save '' --appendonly no",
+		version: []string{"--version"}, versionRE: regexp.MustCompile(`v=(\d+\.\d+\.\d+\S*)`)},
+	{Name: "mosquitto", Protocol: MQTT, Package: "mosquitto",
+		Command: "mosquitto -p {port}",
+		version: []string{"-h"}, versionRE: regexp.MustCompile(`version (\d+\.\d+\.\d+\S*)`)},
+}
+
+// LookupServer returns the broker program of that name.
+func LookupServer(name string) (Server, bool) {
+	for _, s := range Servers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Server{}, false
+}
+
+// ServerNames lists the names --serve takes besides volanogo's own.
+func ServerNames() []string {
+	names := make([]string, len(Servers))
+	for i, s := range Servers {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// Path is where the program is on the PATH.
+func (s Server) Path() (string, error) {
+	p, err := exec.LookPath(s.Name)
+	if err != nil {
+		return "", &MissingError{Server: s}
+	}
+	return p, nil
+}
+
+// MissingError is a broker program that is not installed.
+type MissingError struct{ Server Server }
+
+func (e *MissingError) Error() string {
+	return e.Server.Name + " is not installed (the Debian package " + e.Server.Package + ")"
+}
+
+// Version runs the program to ask its version ("2.9.10").
+func (s Server) Version(ctx context.Context) (string, error) {
+	p, err := s.Path()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// mosquitto -h prints its usage and exits 3: what it printed counts.
+	out, err := exec.CommandContext(ctx, p, s.version...).CombinedOutput()
+	first, _, _ := strings.Cut(string(out), "\n")
+	if m := s.versionRE.FindStringSubmatch(first); m != nil {
+		return m[1], nil
+	}
+	if err == nil {
+		err = errors.New("no version in " + strings.TrimSpace(first))
+	}
+	return "", err
+}
