@@ -3,8 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,8 +22,12 @@ type Server struct {
 	// Package is the Debian package that installs it.
 	Package string
 	// Command is its command line for /bin/sh, {port} standing for the
-	// port: loopback only, nothing written to disk.
+	// port and {conf} for a file of Conf: loopback only, nothing written
+	// to disk.
 	Command string
+	// Conf is the configuration file the command reads ({port} in it
+	// replaced), "" for none.
+	Conf string
 	// version is the argument that prints its version, and the pattern
 	// that finds the version in what it prints.
 	version   []string
@@ -35,8 +42,12 @@ var Servers = []Server{
 	{Name: "redis-server", Protocol: Redis, Package: "redis-server",
 		Command: "redis-server --bind 127.0.0.1 --port {port} --save '' --appendonly no",
 		version: []string{"--version"}, versionRE: regexp.MustCompile(`v=(\d+\.\d+\.\d+\S*)`)},
+	// mosquitto leaves Nagle's algorithm on by default, which makes a
+	// turn-taking room wait for delayed ACKs; nats-server and redis-server
+	// set TCP_NODELAY, as volanogo does for the original VOLANO server.
 	{Name: "mosquitto", Protocol: MQTT, Package: "mosquitto",
-		Command: "mosquitto -p {port}",
+		Command: "mosquitto -c {conf}",
+		Conf:    "listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n",
 		version: []string{"-h"}, versionRE: regexp.MustCompile(`version (\d+\.\d+\.\d+\S*)`)},
 }
 
@@ -57,6 +68,16 @@ func ServerNames() []string {
 		names[i] = s.Name
 	}
 	return names
+}
+
+// WriteConf writes the program's configuration for port into dir and
+// returns the file's name ("" when it has none).
+func (s Server) WriteConf(dir string, port int) (string, error) {
+	if s.Conf == "" {
+		return "", nil
+	}
+	f := filepath.Join(dir, s.Name+".conf")
+	return f, os.WriteFile(f, []byte(strings.ReplaceAll(s.Conf, "{port}", strconv.Itoa(port))), 0o600)
 }
 
 // Path is where the program is on the PATH.

@@ -109,6 +109,7 @@ func Run(ctx context.Context, cfg Config, sink Sink) (*Result, error) {
 		return nil, err
 	}
 	Environment()
+	cfg.brokerVersion(ctx)
 	res := &Result{}
 	failed, interrupted := false, false
 	cpuList := cfg.ServerCPUs
@@ -251,7 +252,7 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*result
 		if cfg.Transport == swarm.TransportWS {
 			target = swarm.Target{Transport: swarm.TransportWS, URL: "ws://" + srv.ws + "/chat"}
 		} else {
-			target = swarm.Target{Transport: swarm.TransportTCP, Addr: srv.chat}
+			target = cfg.addrTarget(srv.chat)
 		}
 		switch {
 		case cfg.ServerMetrics != "":
@@ -550,6 +551,11 @@ func (c *Config) label(d *results.Document) {
 		base = "volanogo serve " + build
 	case c.ServerCmd != "":
 		base = strings.Fields(c.ServerCmd)[0]
+		if c.serverVersion != "" {
+			base += " " + c.serverVersion
+		}
+	case swarm.IsBroker(c.Transport):
+		base = c.Transport + "://" + net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
 	case c.Transport == swarm.TransportWS:
 		base = c.URL
 	default:

@@ -196,7 +196,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{Config{Spec: swarm.Spec{Users: 1}}, "-users: value must be at least 2 (1)"},
 		{Config{Steps: []int{1}, Spec: swarm.Spec{Users: 2}}, "-count 0 runs forever: give --duration"},
-		{Config{Transport: "udp", Spec: one}, `--transport: "udp" is not tcp or ws`},
+		{Config{Transport: "udp", Spec: one}, `--transport: "udp" is not tcp, ws, nats, redis or mqtt`},
 		{Config{Transport: "ws", Spec: one}, "--transport ws needs --url"},
 		{Config{ServerCmd: "java Main", Spec: one}, "{port}"},
 		{Config{Spec: swarm.Spec{Count: 1, Bind: []string{"nope"}}}, `--bind: "nope" is not an address`},
@@ -210,6 +210,9 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Spec: swarm.Spec{Duration: time.Second, Scenario: results.ScenarioChurn}}, "-count must be at least 1"},
 		{Config{Spec: swarm.Spec{Count: 1, Scenario: "chaos"}}, `--scenario: "chaos"`},
 		{Config{StartAt: time.Now().Add(-time.Minute), Spec: one}, "--start-at"},
+		{Config{Transport: "nats", Serve: true, Spec: one}, "--serve nats-server"},
+		{Config{Prefix: "chat.", Spec: one}, "--room-prefix and --qos are for a broker target"},
+		{Config{Transport: "redis", QoS: 1, Spec: one}, "only MQTT"},
 	} {
 		_, err := Run(context.Background(), tc.cfg, &recorder{})
 		require.Error(t, err, tc.want)

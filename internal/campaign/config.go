@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/swarm"
 	"github.com/volanogo/volanogo/internal/sysinfo"
@@ -37,11 +39,15 @@ type Config struct {
 	Spec swarm.Spec
 
 	// Host and Port are the server's chat port (TCP); Transport is
-	// swarm.TransportTCP (default) or swarm.TransportWS, with URL.
+	// swarm.TransportTCP (default), swarm.TransportWS with URL, or a
+	// broker's protocol (swarm.TransportNATS, ...) at Host and Port, its
+	// rooms' subjects named with Prefix, MQTT at QoS.
 	Host      string
 	Port      int
 	Transport string
 	URL       string
+	Prefix    string
+	QoS       int
 
 	// Start is the first room number; Steps the number of rooms of each
 	// step (one step: Mark's -rooms).
@@ -129,6 +135,22 @@ type Config struct {
 	// executable and "shard"), which reads its spec on its standard input
 	// (see RunShard).
 	ShardCommand []string
+
+	// serverVersion is the version of a broker program that ServerCmd
+	// runs (broker.Servers), asked once before the runs.
+	serverVersion string
+}
+
+// brokerVersion asks the broker program that ServerCmd runs for its
+// version, if it is one volanogo knows.
+func (c *Config) brokerVersion(ctx context.Context) {
+	f := strings.Fields(c.ServerCmd)
+	if len(f) == 0 {
+		return
+	}
+	if s, ok := broker.LookupServer(filepath.Base(f[0])); ok {
+		c.serverVersion, _ = s.Version(ctx)
+	}
 }
 
 // ProcsAuto is Config.Procs for "enough processes" (--procs auto).
@@ -246,10 +268,22 @@ func (c *Config) normalize() error {
 				return cfgErr("--url: %q is not a ws:// or wss:// URL", c.URL)
 			}
 		}
+	case swarm.TransportNATS, swarm.TransportRedis, swarm.TransportMQTT:
+		if c.Serve {
+			return cfgErr("--serve starts volanogo serve, which speaks VOLANO: for a %s broker name it (--serve %s)", c.Transport, brokerProgram(c.Transport))
+		}
 	default:
-		return cfgErr("--transport: %q is not tcp or ws", c.Transport)
+		return cfgErr("--transport: %q is not tcp, ws, nats, redis or mqtt", c.Transport)
 	}
-	if c.ServerCmd != "" && !strings.Contains(c.ServerCmd, "{port}") {
+	if (c.Prefix != "" || c.QoS != 0) && !swarm.IsBroker(c.Transport) {
+		return cfgErr("--room-prefix and --qos are for a broker target (nats, redis, mqtt)")
+	}
+	if swarm.IsBroker(c.Transport) {
+		if err := (broker.Options{Protocol: c.Transport, Prefix: c.Prefix, QoS: c.QoS}).Check(); err != nil {
+			return &ConfigError{Err: err}
+		}
+	}
+	if c.ServerCmd != "" && !strings.Contains(c.ServerCmd, "{port}") && !strings.Contains(c.ServerCmd, "{conf}") {
 		return cfgErr("--server-cmd: the command must contain {port}")
 	}
 	if c.ClientCmd != "" {
@@ -338,7 +372,26 @@ func (c *Config) target() swarm.Target {
 	if c.Transport == swarm.TransportWS {
 		return swarm.Target{Transport: swarm.TransportWS, URL: c.URL}
 	}
-	return swarm.Target{Transport: swarm.TransportTCP, Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port))}
+	return c.addrTarget(net.JoinHostPort(c.Host, strconv.Itoa(c.Port)))
+}
+
+// addrTarget is the target at addr (host:port) over the campaign's
+// transport: VOLANO over TCP, or a broker's protocol.
+func (c *Config) addrTarget(addr string) swarm.Target {
+	if swarm.IsBroker(c.Transport) {
+		return swarm.Target{Transport: c.Transport, Addr: addr, Prefix: c.Prefix, QoS: c.QoS}
+	}
+	return swarm.Target{Transport: swarm.TransportTCP, Addr: addr}
+}
+
+// brokerProgram names the program --serve starts for a broker protocol.
+func brokerProgram(protocol string) string {
+	for _, s := range broker.Servers {
+		if s.Protocol == protocol {
+			return s.Name
+		}
+	}
+	return protocol
 }
 
 // ShardRooms returns the room numbers of shard index of count when a step

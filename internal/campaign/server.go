@@ -23,6 +23,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/internal/handshake"
 	"github.com/volanogo/volanogo/internal/metrics"
 	"github.com/volanogo/volanogo/internal/results"
@@ -203,6 +204,32 @@ type spawned struct {
 	// ready watches the standard output of a server command for the
 	// ready line of a `volanogo serve` (nil for --serve, read at start).
 	ready *readyWatch
+	// confDir holds a broker's configuration file ({conf}), removed when
+	// the server is stopped.
+	confDir string
+}
+
+// brokerConf writes the configuration of the broker program that line
+// runs, when line has {conf}, and puts the file's name in its place.
+func brokerConf(line string, port int) (string, string, error) {
+	f := strings.Fields(line)
+	if !strings.Contains(line, "{conf}") || len(f) == 0 {
+		return line, "", nil
+	}
+	b, ok := broker.LookupServer(filepath.Base(f[0]))
+	if !ok || b.Conf == "" {
+		return "", "", fmt.Errorf("server command %q: {conf} is the configuration of a broker program volanogo knows (%s)", line, strings.Join(broker.ServerNames(), ", "))
+	}
+	dir, err := os.MkdirTemp("", "volanogo-"+b.Name+"-")
+	if err != nil {
+		return "", "", err
+	}
+	conf, err := b.WriteConf(dir, port)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", "", err
+	}
+	return strings.ReplaceAll(line, "{conf}", conf), dir, nil
 }
 
 // readyWatch passes a server command's output to its tail, watching it
@@ -352,14 +379,20 @@ func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, er
 		return nil, err
 	}
 	line := strings.ReplaceAll(command, "{port}", strconv.Itoa(port))
+	line, confDir, err := brokerConf(line, port)
+	if err != nil {
+		return nil, err
+	}
 	s := &spawned{argv: []string{"/bin/sh", "-c", "exec " + line}, stderr: &tailBuffer{}, exited: make(chan struct{}),
 		recorded: []string{"/bin/sh", "-c", "exec " + command}}
+	s.confDir = confDir
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
 	s.cmd.SysProcAttr = childAttr()
 	s.ready = &readyWatch{tail: s.stderr, seenC: make(chan struct{})}
 	s.cmd.Stdout = s.ready
 	s.cmd.Stderr = s.stderr
 	if err := startPinned(s.cmd, cpus); err != nil {
+		os.RemoveAll(confDir)
 		return nil, fmt.Errorf("start server: %w", err)
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
@@ -381,6 +414,7 @@ func startServerCmd(ctx context.Context, command string, cpus int) (*spawned, er
 		}
 		select {
 		case <-s.exited:
+			s.stop()
 			return nil, fmt.Errorf("server command %q exited before listening on %d: %s", line, port, s.stderr)
 		case <-ctx.Done():
 			s.stop()
@@ -421,6 +455,9 @@ func freePort() (int, error) {
 func (s *spawned) stop() {
 	if s == nil || s.cmd.Process == nil {
 		return
+	}
+	if s.confDir != "" {
+		defer os.RemoveAll(s.confDir)
 	}
 	select {
 	case <-s.exited:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/internal/campaign"
 	"github.com/volanogo/volanogo/internal/loadtext"
 	"github.com/volanogo/volanogo/internal/results"
@@ -120,7 +122,9 @@ type loadOptions struct {
 	bind                       []string
 	serverMetrics              string
 	serverLabels               map[string]string
-	serve                      bool
+	serve                      string // "" none, "volanogo", or a broker program
+	roomPrefix                 string
+	qos                        int
 	serverCmd, clientCmd       string
 	clientTimeout              time.Duration
 	runs, discard              int
@@ -175,6 +179,16 @@ one chat, ExitRoom, close -count times per user and checks the server for
 leaks. --server-cpus 1,2 runs each step with the spawned server restricted
 to that many processors.
 
+Brokers: --url nats://, redis:// or mqtt:// (or --serve nats-server,
+redis-server, mosquitto: a fresh one per run) runs the same workload against
+a pub/sub broker, one connection per user: a room is a subject, channel or
+topic (--room-prefix), entering is subscribing, a chat is a publication of
+the sender's name and Mark's numbered text, which the broker delivers to the
+room's users and back to its sender (that echo is the chat's confirm), and
+the same ledger checks every delivery. Turns, paced, churn and storm work on
+every broker; --engine epoll, --batch-reads, --client-cmd and
+--server-metrics do not (a spawned broker's CPU and memory come from /proc).
+
 Exit status: 0 passed, 1 the run failed, 2 usage.`,
 		Example: `  # Mark's benchmark against a server on localhost:8000
   volanogo load -count 100
@@ -202,8 +216,15 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
   volanogo load --serve -runs 1 --scenario churn -rooms 5 -users 20 -count 10
 
   # Processor scaling: each step once with the server on 1, then 2 processors
-  volanogo load --serve --server-cpus 1,2 -count 100`,
-		Args: cobra.NoArgs,
+  volanogo load --serve --server-cpus 1,2 -count 100
+
+  # The same workload against brokers: a fresh one per run, the run rules
+  volanogo load --serve nats-server -rooms 15 -count 100 -o results/
+  volanogo load --serve mosquitto --qos 1 -rooms 15 -count 100
+
+  # A broker you started
+  volanogo load --url redis://localhost:6379 -rooms 15 -count 100`,
+		Args: serveArgs(o),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return loadRun(cmd, io, o)
 		},
@@ -219,8 +240,10 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.StringVar(&o.file, "file", defaultMarkFile, "text log of the results, with the environment (empty: none)")
 	f.BoolVar(&o.markRun, "run", false, "accepted for Mark's compatibility")
 	_ = f.MarkHidden("run")
-	f.StringVar(&o.transport, "transport", swarm.TransportTCP, "tcp, or ws (WebSocket, with --url)")
-	f.StringVar(&o.url, "url", "", "WebSocket URL of the server (ws://host:port/chat)")
+	f.StringVar(&o.transport, "transport", swarm.TransportTCP, "tcp (VOLANO), ws (WebSocket, with --url), or a broker's protocol at -host and -port: nats, redis (RESP3), mqtt (3.1.1)")
+	f.StringVar(&o.url, "url", "", "the server as a URL instead of --transport, -host and -port: volano://host:port, ws://host:port/chat, nats://host:port, redis://host:port, mqtt://host:port")
+	f.StringVar(&o.roomPrefix, "room-prefix", "", "brokers: what goes before each room's name (Room1) to make its subject, channel or topic")
+	f.IntVar(&o.qos, "qos", 0, "mqtt: the quality of service of the chats and the subscriptions, 0 (the default: at most once, as NATS and Redis pub/sub deliver) or 1 (at least once: a PUBACK for every publication and every delivery)")
 	f.StringVarP(&o.output, "output", "o", "", "result document: a file, a directory for one file per run, or - for standard output (one JSON line per run; the text then goes to standard error)")
 	f.StringVar(&o.label, "label", "", "platform name for 'volanogo report' (default: the server)")
 	f.DurationVar(&o.duration, "duration", 0, "end the run after this long (with -count 0 or -pause)")
@@ -238,7 +261,8 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.BoolVar(&o.keepGoing, "keep-going", false, "paced sweeps: run the next steps after a broken one")
 	f.StringVar(&o.serverMetrics, "server-metrics", "", "Prometheus URL of the server, for its CPU and memory")
 	f.StringToStringVar(&o.serverLabels, "server-label", nil, "key=value describing the server, recorded with every run (repeatable; product=, version= and engine= name a server that cannot say them itself)")
-	f.BoolVar(&o.serve, "serve", false, "start a fresh 'volanogo serve' on a free loopback port for each run")
+	f.StringVar(&o.serve, "serve", "", "start a fresh server on a free loopback port for each run: 'volanogo serve' (--serve alone), or a broker: --serve "+strings.Join(broker.ServerNames(), "|"))
+	f.Lookup("serve").NoOptDefVal = serveVolanogo
 	f.StringVar(&o.serverCmd, "server-cmd", "", "start this server command for each run; {port} is replaced by a free port")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run this VolanoMark client (the original Mark, say) for each run instead of volanogo's; {host} {port} {rooms} {users} {count} {start} are replaced by the run's")
 	f.DurationVar(&o.clientTimeout, "client-timeout", campaign.DefaultClientTimeout, "--client-cmd: stop a client still running after this long (the original Mark never gives up)")
@@ -336,12 +360,14 @@ func (o *loadOptions) config() (campaign.Config, error) {
 		Port:          o.port.v,
 		Transport:     o.transport,
 		URL:           o.url,
+		Prefix:        o.roomPrefix,
+		QoS:           o.qos,
 		Start:         o.start.v,
 		Steps:         o.rooms.steps,
 		KeepGoing:     o.keepGoing,
 		ServerMetrics: o.serverMetrics,
 		ServerLabels:  o.serverLabels,
-		Serve:         o.serve,
+		Serve:         o.serve == serveVolanogo,
 		ServerCmd:     o.serverCmd,
 		ClientCmd:     o.clientCmd,
 		ClientTimeout: o.clientTimeout,
@@ -351,7 +377,10 @@ func (o *loadOptions) config() (campaign.Config, error) {
 		RunID:         o.runID,
 		ServerCPUs:    o.serverCPUs,
 	}
-	if o.serve {
+	if err := o.target(&cfg); err != nil {
+		return campaign.Config{}, err
+	}
+	if cfg.Serve {
 		argv, err := serveCommand(o.transport == swarm.TransportWS)
 		if err != nil {
 			return campaign.Config{}, err
@@ -389,6 +418,71 @@ func (o *loadOptions) config() (campaign.Config, error) {
 		cfg.Procs = v
 	}
 	return cfg, nil
+}
+
+// serveVolanogo is --serve alone: volanogo's own server.
+const serveVolanogo = "volanogo"
+
+// serveArgs lets `--serve NAME` name a broker with a space (pflag takes
+// an optional value only as --serve=NAME): the one argument after it.
+func serveArgs(o *loadOptions) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		if _, ok := broker.LookupServer(args[0]); ok && len(args) == 1 && o.serve == serveVolanogo {
+			o.serve = args[0]
+			return nil
+		}
+		return cobra.NoArgs(cmd, args)
+	}
+}
+
+// defaultPorts are the brokers' and VOLANO's ports for a URL without one.
+var defaultPorts = map[string]int{"volano": campaign.DefaultPort, swarm.TransportNATS: 4222, swarm.TransportRedis: 6379, swarm.TransportMQTT: 1883}
+
+// target reads --url and --serve NAME into cfg's target.
+func (o *loadOptions) target(cfg *campaign.Config) error {
+	usage := func(format string, args ...any) error { return &UsageError{Err: fmt.Errorf(format, args...)} }
+	if o.url != "" {
+		u, err := url.Parse(o.url)
+		if err != nil || u.Host == "" {
+			return usage("--url: %q is not a URL such as nats://localhost:4222", o.url)
+		}
+		switch u.Scheme {
+		case "ws", "wss":
+			cfg.Transport = swarm.TransportWS
+		case "volano", swarm.TransportNATS, swarm.TransportRedis, swarm.TransportMQTT:
+			if u.Path != "" && u.Path != "/" {
+				return usage("--url: %s://host:port has no path (%q)", u.Scheme, u.Path)
+			}
+			cfg.Transport, cfg.URL, cfg.Host, cfg.Port = u.Scheme, "", u.Hostname(), defaultPorts[u.Scheme]
+			if cfg.Transport == "volano" {
+				cfg.Transport = swarm.TransportTCP
+			}
+			if p := u.Port(); p != "" {
+				if cfg.Port, err = strconv.Atoi(p); err != nil {
+					return usage("--url: %q is not a port", p)
+				}
+			}
+		default:
+			return usage("--url: the scheme %q is not volano, ws, wss, nats, redis or mqtt", u.Scheme)
+		}
+	}
+	if o.serve == "" || o.serve == serveVolanogo {
+		return nil
+	}
+	b, ok := broker.LookupServer(o.serve)
+	switch {
+	case !ok:
+		return usage("--serve: %q is not %s (or --serve alone: volanogo serve)", o.serve, strings.Join(broker.ServerNames(), ", "))
+	case o.serverCmd != "":
+		return usage("--serve %s and --server-cmd exclude each other", o.serve)
+	case cfg.Transport != swarm.TransportTCP && cfg.Transport != b.Protocol:
+		return usage("--serve %s speaks %s, not %s", o.serve, b.Protocol, cfg.Transport)
+	}
+	cfg.Transport, cfg.ServerCmd = b.Protocol, b.Command
+	return nil
 }
 
 // serveCommand is this executable's serve command on loopback ports

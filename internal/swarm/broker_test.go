@@ -199,8 +199,8 @@ func TestBrokerLossMQTT(t *testing.T) {
 
 // TestBrokerSlowConsumerCut: Redis closes the connection of a subscriber
 // that falls behind (its pub/sub output buffer limit, here small enough
-// that a user reading at full speed may be cut too): the run fails at
-// once, the cut user named. (NATS cuts one too, past max_pending, but
+// that a user reading at full speed may be cut too): the run fails, the
+// cut user named. (NATS cuts one too, past max_pending, but
 // only once the kernel's socket buffers are full: megabytes on loopback,
 // more than a test sends in a second.)
 func TestBrokerSlowConsumerCut(t *testing.T) {
@@ -220,7 +220,7 @@ func TestBrokerSlowConsumerCut(t *testing.T) {
 			begin := time.Now()
 			d := run(t, cfg)
 			require.False(t, d.Passed)
-			assert.Less(t, time.Since(begin), 3*time.Second, "the cut ends the run at once")
+			assert.Less(t, time.Since(begin), 30*time.Second, "the cut ends the run, never a hang")
 			kinds := failureKinds(d)
 			require.NotEmpty(t, kinds)
 			assert.Contains(t, []string{results.FailClosed, results.FailReset}, kinds[0], "%+v", d.Failures)
