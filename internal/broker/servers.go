@@ -80,13 +80,19 @@ func (s Server) WriteConf(dir string, port int) (string, error) {
 	return f, os.WriteFile(f, []byte(strings.ReplaceAll(s.Conf, "{port}", strconv.Itoa(port))), 0o600)
 }
 
-// Path is where the program is on the PATH.
+// Path is where the program is: on the PATH, or in an sbin directory.
 func (s Server) Path() (string, error) {
-	p, err := exec.LookPath(s.Name)
-	if err != nil {
-		return "", &MissingError{Server: s}
+	if p, err := exec.LookPath(s.Name); err == nil {
+		return p, nil
 	}
-	return p, nil
+	// Debian installs nats-server and mosquitto in /usr/sbin, which a
+	// user's PATH may not have.
+	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin"} {
+		if p, err := exec.LookPath(filepath.Join(dir, s.Name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", &MissingError{Server: s}
 }
 
 // MissingError is a broker program that is not installed.

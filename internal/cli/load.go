@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
@@ -482,6 +483,12 @@ func (o *loadOptions) target(cfg *campaign.Config) error {
 		return usage("--serve %s speaks %s, not %s", o.serve, b.Protocol, cfg.Transport)
 	}
 	cfg.Transport, cfg.ServerCmd = b.Protocol, b.Command
+	if _, err := exec.LookPath(b.Name); err != nil {
+		// Not on the PATH (/usr/sbin, say): the shell is told where.
+		if p, err := b.Path(); err == nil {
+			cfg.ServerCmd = p + strings.TrimPrefix(b.Command, b.Name)
+		}
+	}
 	return nil
 }
 

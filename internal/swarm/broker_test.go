@@ -228,3 +228,26 @@ func TestBrokerSlowConsumerCut(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokerStorm: every user drops at once and reconnects; each comes
+// back, and nothing sent while it was in its room is lost.
+func TestBrokerStorm(t *testing.T) {
+	for _, b := range brokerServers {
+		t.Run(b.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := brokertest.Start(t, b.name)
+			cfg := brokerConfig(b.protocol, s.Addr)
+			cfg.Scenario = results.ScenarioStorm
+			cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 2, 4, 0, 50*time.Millisecond
+			cfg.Duration, cfg.StormAt = 1500*time.Millisecond, 500*time.Millisecond
+			cfg.StrictOrder = false
+			cfg.SLO = time.Minute
+			d := run(t, cfg)
+			require.True(t, d.Passed, "%+v", d.Failures)
+			require.NotNil(t, d.Storm)
+			assert.Equal(t, int64(8), d.Storm.Dropped)
+			assert.Equal(t, int64(8), d.Storm.Reconnected)
+			assert.Zero(t, d.Integrity.Lost)
+		})
+	}
+}
