@@ -37,6 +37,10 @@ func TestServeBrokers(t *testing.T) {
 				require.NotNil(t, d.Server)
 				assert.Equal(t, "proc", d.Server.Source)
 				assert.Regexp(t, `^`+b.Name+` \d+\.\d+\.\d+`, d.Label)
+				require.NotNil(t, d.ServerInfo, "one server, one row")
+				assert.Equal(t, b.Name, d.ServerInfo.Product)
+				assert.Regexp(t, `^\d+\.\d+\.\d+`, d.ServerInfo.Version)
+				assert.Empty(t, d.ServerInfo.Flags, "--serve's command has only addresses")
 				require.NoError(t, d.Validate())
 			}
 			left, err := filepath.Glob(filepath.Join(os.Getenv("TMPDIR"), "volanogo-*"))

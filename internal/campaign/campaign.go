@@ -302,6 +302,7 @@ func (c *Config) serverIdentity() *results.ServerInfo {
 		si = commandIdentity(c.ServeCommand)
 	case c.ServerCmd != "":
 		si = commandIdentity(strings.Fields(c.ServerCmd))
+		c.brokerIdentity(si)
 	}
 	if len(c.ServerLabels) > 0 {
 		if si == nil {

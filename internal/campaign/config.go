@@ -141,6 +141,24 @@ type Config struct {
 	serverVersion string
 }
 
+// brokerIdentity completes the identity of a broker program that
+// ServerCmd runs: its version, and for the command --serve gives it no
+// flags (it has only addresses and settings that keep it off the disk).
+func (c *Config) brokerIdentity(si *results.ServerInfo) {
+	f := strings.Fields(c.ServerCmd)
+	if si == nil || len(f) == 0 {
+		return
+	}
+	b, ok := broker.LookupServer(filepath.Base(f[0]))
+	if !ok {
+		return
+	}
+	si.Product, si.Version = b.Name, c.serverVersion
+	if strings.Join(f[1:], " ") == strings.TrimPrefix(strings.TrimPrefix(b.Command, b.Name), " ") {
+		si.Flags = nil
+	}
+}
+
 // brokerVersion asks the broker program that ServerCmd runs for its
 // version, if it is one volanogo knows.
 func (c *Config) brokerVersion(ctx context.Context) {
