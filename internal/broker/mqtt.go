@@ -54,7 +54,6 @@ func (d *mqttDialect) handshake(c *Conn) error {
 	if err := c.write(mqttPacket(nil, mqttConnect<<4, v)); err != nil {
 		return err
 	}
-	c.product = "mqtt"
 	return c.await(func(b []byte) (int, error) {
 		typ, body, n, err := mqttFrame(b)
 		if n == 0 || err != nil {

@@ -251,3 +251,24 @@ func TestBrokerStorm(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokerSays: a broker that says what it is in its handshake (NATS's
+// INFO, Redis's HELLO) is named in the document; MQTT's says nothing.
+func TestBrokerSays(t *testing.T) {
+	for _, b := range brokerServers {
+		t.Run(b.name, func(t *testing.T) {
+			s := brokertest.Start(t, b.name)
+			cfg := brokerConfig(b.protocol, s.Addr)
+			cfg.Rooms, cfg.Users, cfg.Count = 1, 2, 1
+			d := run(t, cfg)
+			require.True(t, d.Passed, "%+v", d.Failures)
+			if b.protocol == TransportMQTT {
+				assert.Nil(t, d.ServerInfo)
+				return
+			}
+			require.NotNil(t, d.ServerInfo)
+			assert.Equal(t, b.name, d.ServerInfo.Product)
+			assert.Equal(t, s.Version(), d.ServerInfo.Version)
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,6 +95,8 @@ type dialer struct {
 	broker    broker.Options
 	bind      *binder
 	timeout   time.Duration
+	// said is the broker's product and version (see brokerSays).
+	said atomic.Pointer[[2]string]
 }
 
 func (d *dialer) dial(ctx context.Context) (*link, error) {
@@ -130,6 +133,7 @@ func (d *dialer) dial(ctx context.Context) (*link, error) {
 			nc.Close()
 			return nil, err
 		}
+		d.brokerSays(l)
 	}
 	l.initRaw()
 	return l, nil
@@ -149,6 +153,17 @@ func (l *link) brokerHandshake(o broker.Options, timeout time.Duration) error {
 	_ = l.nc.SetDeadline(time.Time{})
 	l.br = br
 	return nil
+}
+
+// brokerSays is what the first broker connection's handshake said of the
+// broker (NATS's INFO, Redis's HELLO), for the document.
+func (d *dialer) brokerSays(l *link) {
+	if l.br == nil || d.said.Load() != nil {
+		return
+	}
+	if p, v := l.br.Server(); p != "" {
+		d.said.CompareAndSwap(nil, &[2]string{p, v})
+	}
 }
 
 // srcRead and sinkWrite move a broker connection's own bytes: in raw mode

@@ -645,6 +645,9 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 		rs.stormOutcome(doc)
 	}
 	doc.Failures = rs.failures.List()
+	if said := rs.dialer.said.Load(); said != nil && doc.ServerInfo == nil {
+		doc.ServerInfo = &results.ServerInfo{Product: said[0], Version: said[1]}
+	}
 	if rs.paced {
 		doc.Paced = pacedOutcome(rs, doc)
 	}
