@@ -38,7 +38,10 @@ func TestBrokerTurnTaking(t *testing.T) {
 			d := run(t, cfg)
 			require.True(t, d.Passed, "%+v", d.Failures)
 			assert.Equal(t, results.Counts{Sent: 60, Received: 180, Total: 240, ExpectedSent: 60, ExpectedTotal: 240, Confirms: 60}, d.Counts)
-			assert.Equal(t, results.Connections{Attempted: 12, Established: 12, Peak: 12}, d.Connections, "one connection a user")
+			c := d.Connections
+			assert.Equal(t, [3]int64{12, 12, 12}, [3]int64{c.Attempted, c.Established, c.Peak}, "one connection a user")
+			require.NotNil(t, c.Carried)
+			assert.Equal(t, int64(12), *c.Carried)
 			assert.Equal(t, int64(180), d.Latency[results.LatencyDelivery].Count)
 			assert.Equal(t, int64(60), d.Latency[results.LatencyFanoutFirst].Count, "one per broadcast")
 			assert.Equal(t, results.Integrity{Receivers: 12, StrictOrder: true}, *d.Integrity)
