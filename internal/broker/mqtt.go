@@ -133,9 +133,10 @@ func (d *mqttDialect) parse(c *Conn, b []byte) (int, error) {
 		if off > len(body) {
 			return 0, errors.New("a PUBLISH shorter than its topic")
 		}
-		if qos == 1 {
+		switch qos {
+		case 1:
 			c.reply([]byte{mqttPuback << 4, 2, body[off-2], body[off-1]})
-		} else if qos == 2 {
+		case 2, 3:
 			return 0, errors.New("a PUBLISH at QoS 2, which volanogo never asks for")
 		}
 		c.deliver(body[off:])

@@ -1,0 +1,63 @@
+#!/bin/sh
+# sitting.sh: the brokers beside volanogo serve, in one sitting: the same
+# turn-taking workload under the run rules (RUNS runs a step, the first
+# discarded) against a fresh nats-server, redis-server, mosquitto and
+# volanogo serve (ENGINE, epoll by default) at each of SIZES rooms of 20,
+# the kernel floor read before each of volanogo serve's steps (load
+# --floor), then each server once at MEMROOMS rooms (9,500 connections at
+# 475) for its memory per connection; then the Volano Report of all of it.
+#
+#   bench/brokers/sitting.sh VOLANOGO [DIR]
+#
+# DIR (a new temporary directory by default) keeps the result documents
+# and report.md. SIZES ("15 50"), COUNT (100), RUNS (4), MEMROOMS (475; 0
+# leaves the step out), MEMCOUNT (2), SERVERS ("nats-server redis-server
+# mosquitto volanogo").
+set -eu
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+	echo "usage: $0 VOLANOGO [DIR]" >&2
+	exit 2
+fi
+vg=$1
+dir=${2:-$(mktemp -d)}
+mkdir -p "$dir"
+sizes=${SIZES:-15 50}
+count=${COUNT:-100}
+runs=${RUNS:-4}
+memrooms=${MEMROOMS:-475}
+memcount=${MEMCOUNT:-2}
+servers=${SERVERS:-nats-server redis-server mosquitto volanogo}
+engine=${ENGINE:-epoll}
+
+# load SERVER ARGS...: one load against a fresh SERVER per run.
+load() {
+	s=$1
+	shift
+	case $s in
+	volanogo)
+		"$vg" load --server-cmd "$vg serve --engine $engine --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" "$@" ;;
+	*)
+		"$vg" load --serve "$s" "$@" ;;
+	esac
+}
+
+echo "sitting in $dir: $(uptime)"
+for n in $sizes; do
+	for s in $servers; do
+		floor=
+		[ "$s" = volanogo ] && floor=--floor
+		echo "== $s, $n rooms"
+		load "$s" -rooms "$n" -count "$count" -runs "$runs" $floor -o "$dir/$s-$n" -file '' --quiet |
+			grep -E '^(Average throughput|Server CPU|Client CPU|Fan-out|Integrity|Failure)' || true
+	done
+done
+if [ "$memrooms" -gt 0 ]; then
+	for s in $servers; do
+		echo "== $s, $memrooms rooms (memory per connection)"
+		load "$s" -rooms "$memrooms" -count "$memcount" -runs 1 -o "$dir/$s-mem" -file '' --quiet |
+			grep -E '^(Server CPU|Connections|Integrity|Failure)' || true
+	done
+fi
+echo "ended: $(uptime)"
+"$vg" report --format markdown "$dir" >"$dir/report.md"
+echo "the report: $dir/report.md"
