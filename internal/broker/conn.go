@@ -469,7 +469,17 @@ func appendText(b, s []byte) []byte {
 	return out
 }
 
+// ascii reports whether s is ASCII without NUL (which modified UTF-8
+// encodes in two bytes), eight bytes at a time.
 func ascii(s []byte) bool {
+	for len(s) >= 8 {
+		v := binary.LittleEndian.Uint64(s)
+		// A byte of 0x80 or more, or a zero byte (the classic test).
+		if v&0x8080808080808080 != 0 || (v-0x0101010101010101)&^v&0x8080808080808080 != 0 {
+			return false
+		}
+		s = s[8:]
+	}
 	for _, c := range s {
 		if c == 0 || c >= 0x80 {
 			return false

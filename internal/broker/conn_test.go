@@ -185,3 +185,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestASCII(t *testing.T) {
+	assert.True(t, ascii([]byte("000000014 000000002 123456789 123456789 123456789 123456789 ")))
+	assert.True(t, ascii(nil))
+	for i := 0; i < 20; i++ {
+		for _, x := range []byte{0, 0x80, 0xff} {
+			b := []byte("abcdefghijklmnopqrst")
+			b[i] = x
+			assert.False(t, ascii(b), "%q", b)
+		}
+	}
+}
