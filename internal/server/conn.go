@@ -28,20 +28,19 @@ const writeStall = 30 * time.Second
 // user-space time is mostly cache misses on the receivers' state. The
 // second line has what a chat from this connection touches on an event
 // loop (its reader, its room, its scratch buffer, its packet count): a
-// paced run's chat finds all of them out of the cache. The epoll
-// engine's loop finds the connection from its socket (evSock), not the
-// other way round. (conn's size class, 448 bytes, is whole cache lines,
-// so these are lines of their own: TestConnLayout.)
+// paced run's chat finds all of them out of the cache. (conn's size
+// class, 448 bytes, is whole cache lines, so these are lines of their
+// own: TestConnLayout.)
 type conn struct {
 	mu        sync.Mutex // guards the fields marked c.mu, closed, flushing, lingering, taken, and those from inflight down to wake
-	fd        int        // TCP on unix: the socket, for non-blocking writes; -1 otherwise
 	ws        *websocket.Conn
+	fd        int32 // TCP on unix: the socket, for non-blocking writes; -1 otherwise
 	closed    bool
-	flushing  bool    // TCP: a writer goroutine owns out
-	accessed  bool    // owned by the reading goroutine
-	lingering string  // close with this reason once the queue is written
-	taken     int64   // TCP: bytes the kernel has taken (for the slow-consumer log line)
-	ur        *urSock // TCP on the io_uring engine: the socket and its loop state; nil otherwise
+	flushing  bool     // TCP: a writer (goroutine, or the loop) owns out
+	accessed  bool     // owned by the reading goroutine
+	lingering string   // close with this reason once the queue is written
+	taken     int64    // TCP: bytes the kernel has taken (for the slow-consumer log line)
+	eng       loopConn // TCP on an event-loop engine: its socket; nil otherwise
 
 	// Second line: owned by the reading goroutine, but s.
 	s       *Server
@@ -51,7 +50,6 @@ type conn struct {
 	scratch []byte
 	packets uint64 // packets read (TCP; for the idle timeout)
 
-	ev       *evSock   // TCP on the epoll engine: the socket and its loop state; nil otherwise
 	members  []*member // rooms entered, in order (owned by the reading goroutine)
 	out      []byte    // TCP: bytes the socket has not taken yet (c.mu)
 	inflight int       // TCP: bytes handed to the writer's blocking write, not yet all taken (c.mu)
@@ -87,16 +85,17 @@ type conn struct {
 
 func newTCPConn(s *Server, nc net.Conn) (*conn, error) {
 	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), fd: -1}
-	if k, ok := nc.(*evSock); ok {
-		k.attachConn(c)
-	} else if k, ok := nc.(*urSock); ok {
-		k.attachConn(c)
-	} else if sc, ok := nc.(syscall.Conn); ok && canRawWrite {
+	if k, ok := nc.(loopConn); ok {
+		k.attach(c) // its loop takes a reader when it has input
+		c.eng = k
+		return c, nil
+	}
+	if sc, ok := nc.(syscall.Conn); ok && canRawWrite {
 		raw, err := sc.SyscallConn()
 		if err != nil {
 			return nil, err
 		}
-		if err := raw.Control(func(fd uintptr) { c.fd = int(fd) }); err != nil {
+		if err := raw.Control(func(fd uintptr) { c.fd = int32(fd) }); err != nil { //nolint:gosec // a descriptor fits
 			return nil, err
 		}
 	}
@@ -112,7 +111,7 @@ func (c *conn) send(b []byte) {
 	c.mu.Lock()
 	if len(b) > 0 && c.rawReadyLocked() {
 		// the system call here, not three calls down (relayChat)
-		if m := sendRaw(c.fd, b); m > 0 {
+		if m := sendRaw(int(c.fd), b); m > 0 {
 			c.taken += int64(m)
 			if b = b[m:]; len(b) == 0 {
 				c.mu.Unlock()
@@ -156,13 +155,8 @@ func (c *conn) sendLocked(b []byte) {
 	c.out = append(c.out, b...)
 	if !c.flushing {
 		c.flushing = true
-		if c.ev != nil {
-			// its loop writes the rest when the socket has room
-			c.evWantOut()
-			return
-		}
-		if c.ur != nil {
-			c.urWantOut() // its ring polls for room and writes the rest
+		if c.eng != nil {
+			c.eng.wantOut() // its loop writes the rest when the socket has room
 			return
 		}
 		// The connection is open, so its reading goroutine holds the wait
@@ -488,12 +482,8 @@ func (c *conn) received(f protocol.Frame) {
 // wakeReader makes a reading goroutine blocked in a read look at the
 // connection's state (Drain has set it lingering).
 func (c *conn) wakeReader() {
-	if c.ev != nil {
-		c.ev.post()
-		return
-	}
-	if c.ur != nil {
-		c.ur.post()
+	if c.eng != nil {
+		c.eng.post()
 		return
 	}
 	if c.ws == nil {

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,18 +96,5 @@ func TestEpollCoalesce(t *testing.T) {
 	for _, d := range []time.Duration{-1, MaxCoalesce + 1} {
 		_, err := New(Config{Engine: EngineEpoll, Coalesce: d})
 		require.Error(t, err, "coalesce %v", d)
-	}
-}
-
-// TestEvSockLayout: what the loop reads of a socket for each event is on
-// its first 64 bytes, and its size (128) is a size class of whole lines.
-func TestEvSockLayout(t *testing.T) {
-	var k evSock
-	assert.Equal(t, uintptr(128), unsafe.Sizeof(k))
-	for _, f := range []uintptr{
-		unsafe.Offsetof(k.fd), unsafe.Offsetof(k.c), unsafe.Offsetof(k.budget),
-		unsafe.Offsetof(k.active), unsafe.Offsetof(k.paused), unsafe.Offsetof(k.mask),
-	} {
-		assert.Less(t, f, uintptr(64))
 	}
 }

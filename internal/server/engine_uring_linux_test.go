@@ -11,7 +11,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,10 +29,11 @@ func TestURingNoGoroutinePerConnection(t *testing.T) {
 	}
 	s := startServer(t, Config{Engine: EngineURing, Loops: 2})
 	assert.Equal(t, EngineURing, s.Engine())
-	for _, l := range s.ur.loops {
-		if l.ring.Flags()&uring.SetupSingleIssuer != 0 {
-			assert.NotNil(t, l.bufs, "Linux 6.0: multishot receives into provided buffers")
-			assert.Positive(t, l.fixedMax, "Linux 5.19: a registered file table")
+	for _, l := range s.eng.(*loopEngine[urSock]).loops {
+		p := l.p.(*urPoller)
+		if p.ring.Flags()&uring.SetupSingleIssuer != 0 {
+			assert.NotNil(t, p.bufs, "Linux 6.0: multishot receives into provided buffers")
+			assert.Positive(t, p.fixedMax, "Linux 5.19: a registered file table")
 		}
 	}
 	first := dial(t, s)
@@ -112,16 +112,6 @@ func TestEngineAuto(t *testing.T) {
 		require.NoError(t, s.Shutdown(ctx))
 		cancel()
 	}
-}
-
-// TestURingSockLayout: what a delivery touches of a urSock (its
-// connection, batch state and socket) is in its first 64 bytes, and the
-// allocator's size class (256) keeps those in one cache line.
-func TestURingSockLayout(t *testing.T) {
-	var k urSock
-	assert.LessOrEqual(t, unsafe.Sizeof(k), uintptr(256))
-	assert.Less(t, unsafe.Offsetof(k.fd), uintptr(64))
-	assert.Less(t, unsafe.Offsetof(k.bout), uintptr(64-24))
 }
 
 // TestURingHeldConfirm: a chat's confirm held for the next round
@@ -227,27 +217,30 @@ func TestURingChunkedBatch(t *testing.T) {
 // that no chat took stays held (flushBatch sends it at the round's end).
 func TestURingHeldJoinsWithChat(t *testing.T) {
 	s := &Server{cfg: Config{SendBuffer: 1 << 16}}
-	l := &urLoop{s: s}
-	mk := func() *conn {
-		c := &conn{s: s, fd: 100}
-		c.ur = &urSock{c: c, loop: l, slot: -1}
-		return c
+	l := &loop[urSock]{s: s}
+	p := &urPoller{l: l}
+	l.p = p
+	mk := func() *sock[urSock] {
+		k := newSock[urSock](100)
+		k.c = &conn{s: s, fd: 100, eng: k}
+		k.loop = l
+		return k
 	}
 	sender, idle, a, b := mk(), mk(), mk(), mk()
-	l.queueSend(sender, []byte("confirm1"), true)
-	l.queueSend(idle, []byte("confirm2"), true)
+	p.queueSend(sender.c, []byte("confirm1"), true)
+	p.queueSend(idle.c, []byte("confirm2"), true)
 	// the round's end, holding: no sends yet, both held
-	l.flushBatch(true)
-	require.Empty(t, l.batch)
-	require.Len(t, l.held, 2)
+	p.flushBatch(true)
+	require.Empty(t, p.batch)
+	require.Len(t, p.held, 2)
 	// the next round: a chat for a, sender and b
-	l.queueSend(a, []byte("chat"), false)
-	l.queueSend(sender, []byte("chat"), false)
-	l.queueSend(b, []byte("chat"), false)
-	assert.Equal(t, []*conn{a, sender, b}, l.batch, "the held connection in the chat's place")
-	assert.Equal(t, "confirm1chat", string(sender.ur.bout), "one send: the confirm, then the chat")
-	assert.False(t, sender.ur.holding)
+	p.queueSend(a.c, []byte("chat"), false)
+	p.queueSend(sender.c, []byte("chat"), false)
+	p.queueSend(b.c, []byte("chat"), false)
+	assert.Equal(t, []*sock[urSock]{a, sender, b}, p.batch, "the held connection in the chat's place")
+	assert.Equal(t, "confirm1chat", string(sender.x.bout), "one send: the confirm, then the chat")
+	assert.False(t, sender.x.holding)
 	// the confirm no chat took: still held, for flushBatch to send last
-	assert.True(t, idle.ur.holding)
-	assert.Equal(t, 8, idle.inflight)
+	assert.True(t, idle.x.holding)
+	assert.Equal(t, 8, idle.c.inflight)
 }

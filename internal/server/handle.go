@@ -92,8 +92,8 @@ func (c *conn) handlePacket(p protocol.Packet) {
 // together, rather than a send system call each (at 475 rooms of Mark,
 // these were most of the server's sendto calls). Elsewhere it is o.send.
 func (c *conn) deliver(o *conn, b []byte) {
-	if k := c.ur; k != nil && k.loop != nil {
-		k.loop.queueSend(o, b, false)
+	if c.eng != nil {
+		c.eng.deliver(o, b)
 		return
 	}
 	o.send(b)
@@ -308,18 +308,16 @@ func (c *conn) handleChat(body []byte) {
 	}
 	r := m.r
 	r.mu.Lock()
-	if c.ur == nil {
-		// The receivers' first lines (their lock and socket) are out of
-		// the cache at 950 rooms: independent loads of a word of each
-		// (ws, which never changes), before the packets are built, let
-		// the processor fetch them in parallel rather than one miss
-		// after another at each send.
-		t := uintptr(0)
-		for _, o := range r.conns {
-			t += uintptr(unsafe.Pointer(o.ws))
-		}
-		r.touched = t
+	// The receivers' first lines (their lock and socket) are out of the
+	// cache at 950 rooms: independent loads of a word of each (ws, which
+	// never changes), before the packets are built, let the processor
+	// fetch them in parallel rather than one miss after another at each
+	// send.
+	t := uintptr(0)
+	for _, o := range r.conns {
+		t += uintptr(unsafe.Pointer(o.ws))
 	}
+	r.touched = t
 	b := protocol.AppendHeader(c.scratch[:0], protocol.IDChat, protocol.Indication)
 	b = protocol.AppendBool(b, v.Question)
 	b = protocol.AppendInt32(b, 0)
@@ -333,10 +331,9 @@ func (c *conn) handleChat(body []byte) {
 	b = protocol.AppendRawString(b, r.nameRaw)
 	b = protocol.AppendRawString(b, nil)
 	b = protocol.AppendRawString(b, nil)
-	n := 0
-	if c.ur != nil && c.ur.loop != nil {
-		// io_uring: one submission for every receiver and the confirm
-		n = c.ur.loop.relay(c, r.conns, b[:ind], b[ind:])
+	var n int
+	if c.eng != nil {
+		n = c.eng.relay(c, r.conns, b[:ind], b[ind:])
 	} else {
 		n = relayChat(c, r.conns, b[:ind], b[ind:])
 	}

@@ -20,14 +20,14 @@ func TestConnLayout(t *testing.T) {
 	end := func(off, size uintptr) uintptr { return off + size }
 	for _, f := range []uintptr{
 		end(unsafe.Offsetof(c.mu), unsafe.Sizeof(c.mu)),
-		end(unsafe.Offsetof(c.fd), 8),
+		end(unsafe.Offsetof(c.fd), 4),
 		end(unsafe.Offsetof(c.ws), 8),
 		end(unsafe.Offsetof(c.closed), 1),
 		end(unsafe.Offsetof(c.flushing), 1),
 		end(unsafe.Offsetof(c.accessed), 1),
 		end(unsafe.Offsetof(c.lingering), unsafe.Sizeof(c.lingering)),
 		end(unsafe.Offsetof(c.taken), 8),
-		end(unsafe.Offsetof(c.ur), 8),
+		end(unsafe.Offsetof(c.eng), unsafe.Sizeof(c.eng)),
 	} {
 		assert.LessOrEqual(t, f, uintptr(64), "conn: relay fields on the first line")
 	}

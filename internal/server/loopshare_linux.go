@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 )
 
-// loopShare counts a loop's connections (epoll or uring engine): from
-// their hand-over to it (serveConn, urServe) to its release of them.
+// loopShare counts a loop's connections: from their hand-over to it
+// (loopEngine.serve) to its release of them.
 type loopShare struct{ conns atomic.Int32 }
 
 func (s *loopShare) share() *loopShare { return s }
@@ -43,23 +43,4 @@ func pickLoop[L interface{ share() *loopShare }](loops []L, fill int) L {
 		}
 	}
 	return loops[best]
-}
-
-// loopConns is the connections of each loop of the engine serving TCP
-// (for the metrics); none on the goroutine engine.
-func (s *Server) loopConns() []int32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n []int32
-	switch {
-	case s.ur != nil:
-		for _, l := range s.ur.loops {
-			n = append(n, l.conns.Load())
-		}
-	case s.ev != nil:
-		for _, l := range s.ev.loops {
-			n = append(n, l.conns.Load())
-		}
-	}
-	return n
 }

@@ -29,7 +29,7 @@ func relayChat(c *conn, conns []*conn, ind, conf []byte) int {
 		}
 		o.mu.Lock()
 		if o.rawReadyLocked() {
-			if m := sendRaw(o.fd, b); m > 0 {
+			if m := sendRaw(int(o.fd), b); m > 0 {
 				o.taken += int64(m)
 				b = b[m:]
 			}

@@ -223,12 +223,6 @@ type Config struct {
 	Registry *prometheus.Registry
 }
 
-// The engines of Config.Engine.
-const (
-	EngineGoroutine = "goroutine"
-	EngineEpoll     = "epoll"
-)
-
 // MaxCoalesce bounds Config.Coalesce: a loop's wait for more events
 // delays every delivery by up to as much.
 const MaxCoalesce = 10 * time.Millisecond
@@ -380,10 +374,13 @@ type Server struct {
 	draining      atomic.Bool
 
 	wg         sync.WaitGroup // accept loops, HTTP servers and connections
-	ev         *evEngine      // the epoll engine's loops, once started; guarded by mu
-	ur         *urEngine      // the io_uring engine's rings, once started; guarded by mu
+	eng        ioEngine       // the event-loop engine, once started (nil: goroutines); guarded by mu
 	engine     string         // the engine in use, once Start or ServeTCP resolved it; guarded by mu
 	lastEMFILE atomic.Int64   // unix nanos of the last "out of descriptors" log line
+
+	// testHookTracked, when set, runs between a connection's tracking and
+	// its hand-over to its engine (tests force a close into that window).
+	testHookTracked atomic.Pointer[func(*conn)]
 }
 
 // New checks cfg and returns a server that is not yet listening.
@@ -741,7 +738,11 @@ func (a *acceptor) loop() {
 		}
 		if !s.track(c) {
 			c.closeSilently()
+			s.counters.closed[ReasonShutdown].Add(1) // accepted, and closed
 			return
+		}
+		if h := s.testHookTracked.Load(); h != nil {
+			(*h)(c)
 		}
 		s.serveConn(c)
 	}
