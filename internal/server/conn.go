@@ -38,6 +38,7 @@ type conn struct {
 	closed    bool
 	flushing  bool     // TCP: a writer (goroutine, or the loop) owns out
 	accessed  bool     // owned by the reading goroutine
+	paceRoom  bool     // owned by the reading goroutine: its last chat found a receiver behind
 	lingering string   // close with this reason once the queue is written
 	taken     int64    // TCP: bytes the kernel has taken (for the slow-consumer log line)
 	eng       loopConn // TCP on an event-loop engine: its socket; nil otherwise
@@ -370,6 +371,10 @@ func (c *conn) serve() {
 			c.throttle()
 		}
 		c.handle(f)
+		if c.paceRoom {
+			c.paceRoom = false
+			time.Sleep(paceRoom)
+		}
 		c.yieldSometimes()
 	}
 }
@@ -431,6 +436,14 @@ func (c *conn) takeToken() {
 		c.tokens--
 	}
 }
+
+// paceRoom is how long a connection waits before its next packet when
+// its chat found a receiver with half its send buffer or more waiting: a
+// sender whose chats outpace its room is slowed to what its receivers
+// read, so that they are cut as slow consumers only for their own
+// failure to read (one that does not read still reaches its bound, at
+// the paced rate). Benchmark receivers are never that far behind.
+const paceRoom = time.Millisecond
 
 // yieldEvery is how many packets a reading goroutine handles before it
 // lets other goroutines run. A client that floods requests never blocks

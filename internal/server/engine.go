@@ -76,8 +76,8 @@ type loopConn interface {
 	deliver(o *conn, b []byte)
 	// relay sends a chat's indication to every connection of conns but
 	// c, and conf to c, from c's loop, under the room's lock; it returns
-	// the receivers.
-	relay(c *conn, conns []*conn, ind, conf []byte) int
+	// the receivers, and whether one has half its send buffer waiting.
+	relay(c *conn, conns []*conn, ind, conf []byte) (int, bool)
 }
 
 // resolveEngine starts the configured engine, once: for uring its rings

@@ -333,9 +333,9 @@ func (c *conn) handleChat(body []byte) {
 	b = protocol.AppendRawString(b, nil)
 	var n int
 	if c.eng != nil {
-		n = c.eng.relay(c, r.conns, b[:ind], b[ind:])
+		n, c.paceRoom = c.eng.relay(c, r.conns, b[:ind], b[ind:])
 	} else {
-		n = relayChat(c, r.conns, b[:ind], b[ind:])
+		n, c.paceRoom = relayChat(c, r.conns, b[:ind], b[ind:])
 	}
 	r.mu.Unlock()
 	c.keepScratch(b)

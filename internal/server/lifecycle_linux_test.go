@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,4 +195,73 @@ func testResetConnectionsLeaveNothing(t *testing.T, engine string) {
 	defer cancel()
 	require.NoError(t, s.Shutdown(ctx)) // the loops stop: their lists can be read
 	assert.Zero(t, loopKept(eng), "connections kept in the loops after release")
+}
+
+// TestFloodCutsOnlyTheSender: one member pipelines 10,000 chats into its
+// room without reading a byte; the other members, who read as fast as
+// they can, are not cut as slow consumers for it: only the flooder is,
+// for its own unread confirms, and the room goes on.
+func TestFloodCutsOnlyTheSender(t *testing.T) { forEngines(t, testFloodCutsOnlyTheSender) }
+
+func testFloodCutsOnlyTheSender(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, RequestRate: Off})
+	// a long name, so that the flooder's unread confirms (which carry
+	// it) pass its send buffer and the kernel's
+	room := strings.Repeat("Flood", 18)
+	const readers = 5
+	var rs []*client
+	for i := range readers {
+		c := dial(t, s)
+		c.access(room)
+		c.enter(room, fmt.Sprint("r", i))
+		rs = append(rs, c)
+	}
+	att := dial(t, s)
+	att.access(room)
+	att.enter(room, "flooder")
+	// the readers read everything, as fast as they can, until the
+	// flood is over and one more chat of theirs has gone round
+	var wg sync.WaitGroup
+	counts := make([]int, readers)
+	for i, c := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				_ = c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				p, err := c.r.ReadPacket()
+				if err != nil {
+					return
+				}
+				if ch, ok := p.(*protocol.Chat); ok {
+					if ch.Type == protocol.Confirm || ch.Text == "after" {
+						return // (r0's "after" comes back as its confirm)
+					}
+					counts[i]++
+				}
+			}
+		}()
+	}
+	one, err := chat(room, "flooder", "flood of chats, flood of chats, flood of chats").AppendPacket(nil)
+	require.NoError(t, err)
+	flood := make([]byte, 0, 10000*len(one))
+	for range 10000 {
+		flood = append(flood, one...)
+	}
+	go func() {
+		_ = att.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_, _ = att.c.Write(flood) // it never reads
+	}()
+	waitFor(t, "the flooder to be cut", func() bool { return s.counters.closed[ReasonSlowConsumer].Load() > 0 })
+	waitFor(t, "the flooder to be gone", func() bool { return s.counters.open.Load() <= readers })
+	assert.Equal(t, uint64(1), s.counters.closed[ReasonSlowConsumer].Load(), "only the flooder is a slow consumer")
+	// the room goes on: a reader's chat reaches every other reader
+	_ = rs[0].c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	b, err := chat(room, "r0", "after").AppendPacket(nil)
+	require.NoError(t, err)
+	_, err = rs[0].c.Write(b)
+	require.NoError(t, err)
+	wg.Wait()
+	t.Logf("chats each reader got of the flood: %v", counts)
+	assert.Equal(t, int64(readers), s.counters.open.Load(), "the readers are all open")
 }

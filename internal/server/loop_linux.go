@@ -89,7 +89,7 @@ type poller[X any] interface {
 	wake()
 	// deliver and relay are sock's (loopConn).
 	deliver(k *sock[X], o *conn, b []byte)
-	relay(k *sock[X], conns []*conn, ind, conf []byte) int
+	relay(k *sock[X], conns []*conn, ind, conf []byte) (int, bool)
 	// stopped ends the poller's work (the loop's goroutine, last).
 	stopped()
 	// close releases what is left (the engine's stop, once no loop may
@@ -163,7 +163,8 @@ type loop[X any] struct {
 	free     []int32
 	freeNext []int32 // slots released in this round, free from the next
 	open     int
-	paused   []*sock[X] // paused by the request rate or held back
+	paused   []*sock[X] // paused by the request rate, or yielding (pauseBy 0)
+	yielded  int        // of them, yielding
 	due      []*sock[X] // resumePaused's
 	watch    []*sock[X] // before Access with a deadline, or draining: the short scan's
 	nextScan time.Time
@@ -357,7 +358,7 @@ func (k *sock[X]) wantOut() {
 
 func (k *sock[X]) deliver(o *conn, b []byte) { k.loop.p.deliver(k, o, b) }
 
-func (k *sock[X]) relay(c *conn, conns []*conn, ind, conf []byte) int {
+func (k *sock[X]) relay(c *conn, conns []*conn, ind, conf []byte) (int, bool) {
 	return k.loop.p.relay(k, conns, ind, conf)
 }
 
@@ -471,6 +472,9 @@ func (l *loop[X]) run() {
 		for _, k := range q {
 			l.posted(k)
 		}
+		if l.yielded > 0 {
+			l.resumePaused(0) // those that yielded in the last round
+		}
 		if err := l.p.poll(l.waitTime()); err != nil {
 			l.s.log.Error("event loop: wait failed", "engine", l.s.Engine(), "err", err)
 			return
@@ -479,7 +483,7 @@ func (l *loop[X]) run() {
 		l.sleeping = false
 		l.qmu.Unlock()
 		now := time.Now()
-		if len(l.paused) > 0 {
+		if len(l.paused) > l.yielded {
 			l.resumePaused(now.UnixNano())
 		}
 		if l.open > 0 && !now.Before(l.nextScan) {
@@ -642,16 +646,15 @@ func (l *loop[X]) readIn(k *sock[X]) {
 			c.scratch = l.pool.scratch()
 		}
 	}
-	for {
+	for n := 0; ; n++ {
 		c.mu.Lock()
 		stop := c.closed || c.lingering != ""
-		backlog := c.flushing && len(c.out)+c.inflight > c.s.cfg.SendBuffer/2
 		c.mu.Unlock()
 		if stop {
 			return
 		}
-		if backlog {
-			l.pause(k, nil, backlogPause) // held back
+		if n == yieldEvery {
+			l.pause(k, nil, 0) // the others' turn; on after this round's sends
 			return
 		}
 		f, err := c.reader.Next()
@@ -682,22 +685,32 @@ func (l *loop[X]) readIn(k *sock[X]) {
 			c.takeToken()
 		}
 		c.handle(f)
+		if c.paceRoom {
+			c.paceRoom = false
+			l.pause(k, nil, paceRoom)
+			return
+		}
 	}
 }
 
-// backlogPause is how long a connection held back waits before its loop
-// reads on: one with half its send buffer waiting to be written is held
-// back, as a blocking writer would be, rather than have its pipelined
-// requests' replies pass the bound while it reads them as fast as it can.
-// One that does not read at all is closed by the write-stall rule.
-const backlogPause = time.Millisecond
-
 // pause reads nothing more of a connection for d: one paced by the
-// request rate, which handles its packet held on resuming, or one held
-// back by its own replies (held nil).
+// request rate, which handles its packet held on resuming; or with d 0
+// one that yields after yieldEvery packets (held nil): it reads on at the
+// top of the next round, once the sends of this one are out, so that a
+// connection flooding its room is paced by what the kernel takes rather
+// than have a round queue megabytes for its room before any send (its
+// receivers are cut only for their own failure to read).
 func (l *loop[X]) pause(k *sock[X], held *protocol.Frame, d time.Duration) {
 	k.held = held // valid: the reader is not called until resume
-	k.pauseBy = time.Now().Add(d).UnixNano()
+	if k.paused && k.pauseBy == 0 {
+		l.yielded--
+	}
+	if d == 0 {
+		k.pauseBy = 0
+		l.yielded++
+	} else {
+		k.pauseBy = time.Now().Add(d).UnixNano()
+	}
 	if !k.paused {
 		k.c.mu.Lock()
 		k.paused = true
@@ -710,6 +723,9 @@ func (l *loop[X]) pause(k *sock[X], held *protocol.Frame, d time.Duration) {
 
 // unpause takes k out of the paused list.
 func (l *loop[X]) unpause(k *sock[X]) {
+	if k.pauseBy == 0 {
+		l.yielded--
+	}
 	k.c.mu.Lock()
 	k.paused = false
 	k.c.mu.Unlock()
@@ -717,10 +733,12 @@ func (l *loop[X]) unpause(k *sock[X]) {
 	removeAt(&l.paused, &k.pausedAt, func(o *sock[X]) *int32 { return &o.pausedAt })
 }
 
+// resumePaused resumes the paused connections due by now; with now 0,
+// the yielding ones.
 func (l *loop[X]) resumePaused(now int64) {
 	due := l.due[:0]
 	for _, k := range l.paused {
-		if k.pauseBy <= now {
+		if (now == 0) == (k.pauseBy == 0) && k.pauseBy <= now {
 			due = append(due, k)
 		}
 	}

@@ -226,6 +226,6 @@ func (p *epollPoller) remove(*sock[epSock]) bool { return true }
 
 func (p *epollPoller) deliver(_ *sock[epSock], o *conn, b []byte) { o.send(b) }
 
-func (p *epollPoller) relay(k *sock[epSock], conns []*conn, ind, conf []byte) int {
+func (p *epollPoller) relay(k *sock[epSock], conns []*conn, ind, conf []byte) (int, bool) {
 	return relayChat(k.c, conns, ind, conf)
 }

@@ -608,12 +608,12 @@ func (p *urPoller) cancel(target uint64) {
 	}
 }
 
-func (p *urPoller) deliver(_ *sock[urSock], o *conn, b []byte) { p.queueSend(o, b, false) }
+func (p *urPoller) deliver(_ *sock[urSock], o *conn, b []byte) { _ = p.queueSend(o, b, false) }
 
 // relay queues a chat's indication ind for every member but the sender
 // and the confirm conf for it; the loop sends them at the end of its
 // round (flushBatch).
-func (p *urPoller) relay(k *sock[urSock], conns []*conn, ind, conf []byte) int {
+func (p *urPoller) relay(k *sock[urSock], conns []*conn, ind, conf []byte) (int, bool) {
 	// The receivers' state is out of the cache (the kernel's sends have
 	// been through it since): a word of each of their sockets' lines
 	// first, independent loads, fetched in parallel rather than one miss
@@ -626,15 +626,15 @@ func (p *urPoller) relay(k *sock[urSock], conns []*conn, ind, conf []byte) int {
 	}
 	p.touched = t
 	c := k.c
-	n := 0
+	n, behind := 0, false
 	for _, o := range conns {
 		if o != c {
-			p.queueSend(o, ind, false)
+			behind = p.queueSend(o, ind, false) || behind
 			n++
 		}
 	}
-	p.queueSend(c, conf, true)
-	return n
+	behind = p.queueSend(c, conf, true) || behind
+	return n, behind
 }
 
 // queueSend queues b for o (one lock of o per delivery): in o's batch
@@ -648,12 +648,16 @@ func (p *urPoller) relay(k *sock[urSock], conns []*conn, ind, conf []byte) int {
 // of its room, and the confirm goes out with it, in front, in one send.
 // A held confirm's connection joins the batch when the next chat for it
 // comes, next to that chat's other receivers (flushBatch says when the
-// loop holds confirms, and for how long at most).
-func (p *urPoller) queueSend(o *conn, b []byte, later bool) {
+// loop holds confirms, and for how long at most). It reports whether half
+// of o's send buffer or more waits (conn.behindLocked).
+func (p *urPoller) queueSend(o *conn, b []byte, later bool) bool {
 	k, ok := o.eng.(*sock[urSock])
 	if !ok {
-		o.send(b) // a WebSocket, or a connection a goroutine serves
-		return
+		o.mu.Lock() // a WebSocket, or a connection a goroutine serves
+		o.sendLocked(b)
+		behind := o.behindLocked()
+		o.mu.Unlock()
+		return behind
 	}
 	x := &k.x
 	l := p.l
@@ -694,10 +698,12 @@ func (p *urPoller) queueSend(o *conn, b []byte, later bool) {
 			p.batch = append(p.batch, k)
 		}
 	}
+	behind := o.behindLocked()
 	o.mu.Unlock()
 	if kick != nil {
 		kick.kick() // its send's completion takes what waits behind it
 	}
+	return behind
 }
 
 // takeOut is an empty batch buffer from the loop's pool.

@@ -8,16 +8,17 @@ func (c *conn) rawReadyLocked() bool {
 }
 
 // relayChat sends ind to every connection of conns but c, then conf to
-// c, as send would, and returns the receivers. The send system call is
-// made here (sendRaw is inlined), not four calls down (send, tryWrite,
-// writeNonblock, rawSend): the kernel's path of a loopback send is
-// deeper than the processor's return stack, so every return after it
-// was mispredicted, and the returns up that chain were about a quarter
-// of the server's user-space time at 15 rooms in a perf profile. What
-// the socket does not take at once goes through sendLocked, under the
-// same hold of the lock.
-func relayChat(c *conn, conns []*conn, ind, conf []byte) int {
-	n := 0
+// c, as send would, and returns the receivers, and whether one of them
+// has half its send buffer or more waiting (its sender is then paced:
+// conn.paceRoom). The send system call is made here (sendRaw is
+// inlined), not four calls down (send, tryWrite, writeNonblock, rawSend):
+// the kernel's path of a loopback send is deeper than the processor's
+// return stack, so every return after it was mispredicted, and the
+// returns up that chain were about a quarter of the server's user-space
+// time at 15 rooms in a perf profile. What the socket does not take at
+// once goes through sendLocked, under the same hold of the lock.
+func relayChat(c *conn, conns []*conn, ind, conf []byte) (int, bool) {
+	n, behind := 0, false
 	for i := 0; i <= len(conns); i++ {
 		o, b := c, conf
 		if i < len(conns) {
@@ -36,8 +37,21 @@ func relayChat(c *conn, conns []*conn, ind, conf []byte) int {
 		}
 		if len(b) > 0 {
 			o.sendLocked(b) // the rest, or an error, as send would
+			behind = behind || o.behindLocked()
 		}
 		o.mu.Unlock()
 	}
-	return n
+	return n, behind
+}
+
+// behindLocked tells whether half of the connection's send buffer or more
+// waits for it (c.mu held).
+func (c *conn) behindLocked() bool {
+	if c.closed {
+		return false
+	}
+	if c.ws != nil {
+		return c.queued >= c.s.cfg.SendBuffer/2
+	}
+	return len(c.out)+c.inflight >= c.s.cfg.SendBuffer/2
 }
