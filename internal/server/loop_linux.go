@@ -1020,14 +1020,15 @@ var procs struct {
 	base int // GOMAXPROCS before the loops came (while held > 0)
 }
 
-// baseProcs is GOMAXPROCS as it was before the event loops raised it.
+// baseProcs is GOMAXPROCS as it was before the event loops raised it, or
+// the processors this process may run on if they are fewer.
 func baseProcs() int {
 	procs.Lock()
 	defer procs.Unlock()
 	if procs.held > 0 {
-		return procs.base
+		return min(procs.base, runtime.NumCPU())
 	}
-	return runtime.GOMAXPROCS(0)
+	return min(runtime.GOMAXPROCS(0), runtime.NumCPU())
 }
 
 // holdProcs counts n more loops (negative: fewer) and sets GOMAXPROCS.

@@ -37,6 +37,7 @@ type epollPoller struct {
 	// coalesce is Config.Coalesce, as a timespec for nanosleep (zero:
 	// none).
 	coalesce unix.Timespec
+	naps     int // (the loop's; for the tests)
 }
 
 // wakeSlot marks the eventfd in epoll's data.
@@ -140,6 +141,7 @@ const coalesceFew = 32
 // as its wait does, so that the events of that time are taken in one
 // wake-up. A signal (a preemption request) ends the nap early.
 func (p *epollPoller) nap() {
+	p.naps++
 	_, _ = waitKeepingP(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&p.coalesce)), 0, 0, 0)
 }
 
