@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/x509"
 	"debug/elf"
 	"errors"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -122,6 +124,26 @@ func TestImage(t *testing.T) {
 			assert.EqualValues(t, 0o1777, fs["tmp"].hdr.Mode)
 			assert.Contains(t, string(fs["etc/passwd"].data), ":"+u+":"+g+":")
 
+			// The CA certificates, where Go's crypto/x509 reads them, so
+			// that a wss:// target's certificate is verified; the time zones.
+			pool := x509.NewCertPool()
+			require.NotNil(t, fs["etc/ssl/certs/ca-certificates.crt"].hdr, "no CA certificates")
+			assert.True(t, pool.AppendCertsFromPEM(fs["etc/ssl/certs/ca-certificates.crt"].data), "no certificate parses")
+			utc := fs["usr/share/zoneinfo/UTC"]
+			require.NotNil(t, utc.hdr, "no time zone database")
+			if utc.hdr.Typeflag == tar.TypeReg {
+				_, err := time.LoadLocationFromTZData("UTC", utc.data)
+				assert.NoError(t, err)
+			}
+			paris := fs["usr/share/zoneinfo/Europe/Paris"]
+			require.NotNil(t, paris.hdr, "a named zone")
+			if paris.hdr.Typeflag == tar.TypeReg {
+				loc, err := time.LoadLocationFromTZData("Europe/Paris", paris.data)
+				require.NoError(t, err)
+				_, off := time.Date(2026, 7, 1, 12, 0, 0, 0, loc).Zone()
+				assert.Equal(t, 2*3600, off, "summer time in Paris")
+			}
+
 			assert.Equal(t, "0.1.0-test", cf.Config.Labels["org.opencontainers.image.version"])
 			assert.Equal(t, "volanogo", cf.Config.Labels["org.opencontainers.image.title"])
 
@@ -184,7 +206,7 @@ func TestPrebuiltBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "volanogo")
 	require.NoError(t, os.WriteFile(bin, []byte("not really"), 0o755))
 	idx, err := Build(Options{Root: root, Platforms: []string{"linux/arm64"}, Version: "x",
-		Binaries: map[string]string{"linux/arm64": bin}})
+		Binaries: map[string]string{"linux/arm64": bin}, CABundle: CAPath, ZoneInfo: ZoneInfoPath})
 	require.NoError(t, err)
 	im, err := idx.IndexManifest()
 	require.NoError(t, err)
@@ -192,4 +214,20 @@ func TestPrebuiltBinary(t *testing.T) {
 	img, err := idx.Image(im.Manifests[0].Digest)
 	require.NoError(t, err)
 	assert.Equal(t, "not really", string(files(t, img)["usr/local/bin/volanogo"].data))
+}
+
+// TestNoCertificates: without the CA certificates or the time zones to put
+// in the image, the build stops and says which package brings them.
+func TestNoCertificates(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "volanogo")
+	require.NoError(t, os.WriteFile(bin, []byte("not really"), 0o755))
+	o := Options{Root: root, Platforms: []string{"linux/amd64"}, Version: "x",
+		Binaries: map[string]string{"linux/amd64": bin}, CABundle: filepath.Join(t.TempDir(), "none.crt"), ZoneInfo: ZoneInfoPath}
+	_, err := Build(o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "apt-get install ca-certificates")
+	o.CABundle, o.ZoneInfo = CAPath, t.TempDir()
+	_, err = Build(o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "apt-get install tzdata")
 }

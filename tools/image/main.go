@@ -7,8 +7,11 @@
 // The image is the one packaging/image/Dockerfile describes for the
 // release (GoReleaser, on distroless static): entrypoint
 // /usr/local/bin/volanogo, user nonroot (65532:65532), working directory
-// /home/nonroot, /tmp writable by all, the OCI labels with the version. It
-// is assembled from nothing (scratch), so it holds only those.
+// /home/nonroot, /tmp writable by all, the OCI labels with the version,
+// and as distroless has them, the CA certificates (so that a wss:// target's
+// certificate is verified) and the time zone database. It is assembled
+// from nothing (scratch): the certificates and zones are the build
+// machine's (Debian's ca-certificates and tzdata packages by default).
 //
 // From the repository root:
 //
@@ -73,8 +76,18 @@ type Options struct {
 	// Binaries maps a platform to a prebuilt binary to use instead of
 	// compiling one.
 	Binaries map[string]string
-	Log      io.Writer
+	// CABundle is the PEM file of CA certificates put at CAPath; ZoneInfo
+	// the time zone database directory put at ZoneInfoPath.
+	CABundle, ZoneInfo string
+	Log                io.Writer
 }
+
+// Where the image keeps the CA certificates and the time zones: the paths
+// Go's crypto/x509 and time packages read first on Linux, and Debian's.
+const (
+	CAPath       = "/etc/ssl/certs/ca-certificates.crt"
+	ZoneInfoPath = "/usr/share/zoneinfo"
+)
 
 func main() {
 	if err := run(os.Args[1:], os.Stderr); err != nil {
@@ -97,13 +110,16 @@ func run(args []string, log io.Writer) error {
 	version := fs.String("version", "dev", "the image's version: its tag, its version label, and the binary's")
 	bins := fs.String("bin", "", "prebuilt binaries instead of compiling: os/arch=path,... (GoReleaser's dist/)")
 	root := fs.String("root", "", "the repository root (default: found from the working directory)")
+	ca := fs.String("ca-bundle", CAPath, "PEM file of the CA certificates the image trusts (Debian: ca-certificates)")
+	zones := fs.String("zoneinfo", ZoneInfoPath, "time zone database to copy into the image (Debian: tzdata)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
-	o := Options{Root: *root, Platforms: splitList(*platforms), Version: *version, Binaries: map[string]string{}, Log: log}
+	o := Options{Root: *root, Platforms: splitList(*platforms), Version: *version, Binaries: map[string]string{},
+		CABundle: *ca, ZoneInfo: *zones, Log: log}
 	if o.Root == "" {
 		r, err := findRoot()
 		if err != nil {
@@ -256,7 +272,17 @@ func Image(o Options, goarch, bin string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	rootfs, err := rootFS(data, o.Created)
+	certs, err := os.ReadFile(o.CABundle)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificates (-ca-bundle; apt-get install ca-certificates): %w", err)
+	}
+	if !bytes.Contains(certs, []byte("-----BEGIN CERTIFICATE-----")) {
+		return nil, fmt.Errorf("CA certificates %s: no PEM certificate in it", o.CABundle)
+	}
+	if _, err := os.Stat(filepath.Join(o.ZoneInfo, "UTC")); err != nil {
+		return nil, fmt.Errorf("time zones (-zoneinfo; apt-get install tzdata): %w", err)
+	}
+	rootfs, err := rootFS(data, certs, o.ZoneInfo, o.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -306,10 +332,11 @@ func Labels(o Options) map[string]string {
 	return l
 }
 
-// rootFS is the layer's tar: the binary, and the few files that a
-// non-root process expects (its user in /etc/passwd, a home to work in,
-// a /tmp).
-func rootFS(bin []byte, mtime time.Time) ([]byte, error) {
+// rootFS is the layer's tar: the binary, the few files that a non-root
+// process expects (its user in /etc/passwd, a home to work in, a /tmp),
+// the CA certificates and the time zone database (regular files and
+// symbolic links, as tzdata lays them out).
+func rootFS(bin, certs []byte, zoneinfo string, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dir := func(name string, mode int64, owner int) error {
@@ -322,12 +349,45 @@ func rootFS(bin []byte, mtime time.Time) ([]byte, error) {
 		_, err := tw.Write(data)
 		return err
 	}
+	zones := func() error {
+		base := strings.TrimPrefix(ZoneInfoPath, "/")
+		return filepath.WalkDir(zoneinfo, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(zoneinfo, path)
+			if err != nil {
+				return err
+			}
+			name := filepath.ToSlash(filepath.Join(base, rel))
+			switch {
+			case d.IsDir():
+				return dir(name, 0o755, 0)
+			case d.Type()&os.ModeSymlink != 0:
+				target, err := os.Readlink(path)
+				if err != nil {
+					return err
+				}
+				return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777, ModTime: mtime, Format: tar.FormatPAX})
+			case d.Type().IsRegular():
+				data, err := os.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				return file(name, 0o644, data)
+			}
+			return nil
+		})
+	}
 	steps := []func() error{
 		func() error { return dir("etc", 0o755, 0) },
 		func() error {
 			return file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"))
 		},
 		func() error { return file("etc/group", 0o644, []byte("root:x:0:\nnonroot:x:65532:\n")) },
+		func() error { return dir("etc/ssl", 0o755, 0) },
+		func() error { return dir("etc/ssl/certs", 0o755, 0) },
+		func() error { return file(strings.TrimPrefix(CAPath, "/"), 0o644, certs) },
 		func() error { return dir("home", 0o755, 0) },
 		func() error { return dir("home/nonroot", 0o700, uid) },
 		func() error { return dir("tmp", 0o1777, 0) },
@@ -335,6 +395,8 @@ func rootFS(bin []byte, mtime time.Time) ([]byte, error) {
 		func() error { return dir("usr/local", 0o755, 0) },
 		func() error { return dir("usr/local/bin", 0o755, 0) },
 		func() error { return file(strings.TrimPrefix(Entrypoint, "/"), 0o755, bin) },
+		func() error { return dir("usr/share", 0o755, 0) },
+		zones,
 		tw.Close,
 	}
 	for _, s := range steps {
