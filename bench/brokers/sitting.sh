@@ -59,5 +59,5 @@ if [ "$memrooms" -gt 0 ]; then
 	done
 fi
 echo "ended: $(uptime)"
-"$vg" report --format markdown "$dir" >"$dir/report.md"
+"$vg" report --format markdown "$dir"/*/ >"$dir/report.md"
 echo "the report: $dir/report.md"
