@@ -35,7 +35,8 @@ load() {
 	shift
 	case $s in
 	volanogo)
-		"$vg" load --server-cmd "$vg serve --engine $engine --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" "$@" ;;
+		"$vg" load --server-cmd "$vg serve --engine $engine --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" \
+			--label "volanogo serve --engine $engine" "$@" ;;
 	*)
 		"$vg" load --serve "$s" "$@" ;;
 	esac
@@ -47,14 +48,14 @@ for n in $sizes; do
 		floor=
 		[ "$s" = volanogo ] && floor=--floor
 		echo "== $s, $n rooms"
-		load "$s" -rooms "$n" -count "$count" -runs "$runs" $floor -o "$dir/$s-$n" -file '' --quiet |
+		load "$s" -rooms "$n" -count "$count" -runs "$runs" $floor -o "$dir/$s-$n/" -file '' --quiet |
 			grep -E '^(Average throughput|Server CPU|Client CPU|Fan-out|Integrity|Failure)' || true
 	done
 done
 if [ "$memrooms" -gt 0 ]; then
 	for s in $servers; do
 		echo "== $s, $memrooms rooms (memory per connection)"
-		load "$s" -rooms "$memrooms" -count "$memcount" -runs 1 -o "$dir/$s-mem" -file '' --quiet |
+		load "$s" -rooms "$memrooms" -count "$memcount" -runs 1 -o "$dir/$s-mem/" -file '' --quiet |
 			grep -E '^(Server CPU|Connections|Integrity|Failure)' || true
 	done
 fi
