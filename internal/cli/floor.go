@@ -39,7 +39,7 @@ func newFloorCmd(io *IO) *cobra.Command {
 	o := &floorOptions{}
 	cmd := &cobra.Command{
 		Use:   "floor",
-		Short: "Measure this machine's kernel floor for VolanoMark's traffic (CPU per message of bare system calls)",
+		Short: "Measure the kernel floor: CPU per message of bare system calls",
 		Long: `floor measures the least CPU a message of VolanoMark's traffic can cost on this
 machine: rooms x users loopback TCP connections, one server thread relaying
 each chat to the other users of its room, one client thread whose users take
@@ -52,11 +52,12 @@ leaver, user k leaves once the k-1 before it have, each user closes on its
 room list and the server closes on the end of file. --chat-only leaves the
 exits out (the pattern of the project's floor.c). It prints each side's CPU
 per counted message (sent + received, as Mark counts: the exits add CPU,
-not messages) and the messages per second. Any real server or client costs more; machines differ several times
-in the cost of a system call, so compare a server's CPU per message with the
-floor of the same machine, measured in the same sitting ('volanogo load
---floor' records it in each result document, and 'volanogo report' shows
-each run's efficiency: floor / measured).
+not messages) and the messages per second. Any real server or client
+costs more; machines differ several times in the cost of a system call, so
+compare a server's CPU per message with the floor of the same machine,
+measured in the same sitting ('volanogo load --floor' records it in each
+result document, and 'volanogo report' shows each run's efficiency: floor /
+measured).
 
 With --pause it measures the floor of a paced run instead (volanogo load
 --pause): each user sends a chat every pause, the first at a random offset in
@@ -79,10 +80,11 @@ open-files limit, the clients run in a child process.
 Exit status: 0 measured, 1 it failed (the reason is printed), 2 usage.`,
 		Example: `  volanogo floor                      # 50 rooms of 20, about 2,000,000 messages
   volanogo floor --rooms 15 --count 100
-  volanogo floor --rooms 950 --count 5  # 19,000 connections: the clients in a child process
+  volanogo floor --rooms 950 --count 5  # 19,000 connections: clients in a child
   volanogo floor --engine uring --json
   volanogo floor --rooms 15 --count 100 --chat-only   # as bench/floor.c
-  volanogo floor --rooms 9500 --users 2 --pause 1s --duration 30s   # 19,000 users at a chat a second`,
+  # 19,000 users at a chat a second
+  volanogo floor --rooms 9500 --users 2 --pause 1s --duration 30s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.pause.bad != "" {

@@ -154,7 +154,7 @@ func newLoadCmd(io *IO) *cobra.Command {
 	o.rooms.steps = []int{campaign.DefaultRooms}
 	cmd := &cobra.Command{
 		Use:   "load",
-		Short: "Run the VolanoMark client swarm against a chat server and print the score",
+		Short: "Run the client swarm against a chat server and print the score",
 		Long: `Run VolanoMark's client (java COM.volano.Mark), wire-compatible: rooms of
 users who take turns broadcasting a chat, timed from the first message to the
 last user's exit, with Mark's result lines byte for byte and its score
@@ -207,11 +207,12 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
   volanogo load --serve --procs 2 -rooms 950 -count 100
 
   # A CCU sweep (the vendor's heavy profile), stopping at the first broken step
-  volanogo load --serve --procs auto -users 2 -pause 1s -count 0 --duration 30s \
-      --connect-rate 1000 -rooms 500,2500,5000,9500,10000
+  volanogo load --serve --procs auto -users 2 -pause 1s -count 0 \
+      --duration 30s --connect-rate 1000 -rooms 500,2500,5000,9500,10000
 
   # Shard 3 of 10 of one run on another machine, all starting at the same time
-  volanogo load --host server --shard 3/10 --run-id run1 --start-at 2026-01-02T15:04:05Z -o results/
+  volanogo load --host server --shard 3/10 --run-id run1 \
+      --start-at 2026-01-02T15:04:05Z -o results/
 
   # Connection churn: 1,000 sequences, then the server's leaks
   volanogo load --serve -runs 1 --scenario churn -rooms 5 -users 20 -count 10

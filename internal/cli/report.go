@@ -81,7 +81,7 @@ func newReportCmd(io *IO) *cobra.Command {
 	o := &reportOpts{}
 	cmd := &cobra.Command{
 		Use:   "report [files or directories...]",
-		Short: "Turn result documents into the Volano Report: scores, scalability, footnotes, environments",
+		Short: "Turn result documents into the Volano Report",
 		Long: `report reads the result documents written by "volanogo load" and prints the
 Volano Report: "Is it fast?" (the counted results and the score of every
 platform), "Does it scale?" (scores by connection count, failed steps as
@@ -133,13 +133,13 @@ Files that are not result documents, of an unknown schema or truncated are
 named on stderr and skipped; the report of the rest is still printed and
 the exit status is 1. No document at all is exit status 2. A regression
 past --threshold is exit status 3.`,
-		Example: `  volanogo report                          # the result files in the current directory, as text
-  volanogo report results/ -o report.html  # one self-contained HTML page (format from the extension)
+		Example: `  volanogo report                          # this directory's results, as text
+  volanogo report results/ -o report.html  # one HTML page (format: the name's)
   volanogo report --format markdown results/ > REPORT.md
-  volanogo report --discard 0 --best 1 --of 1 run.json    # a single run, no run rule
-  volanogo report --by cpus results/       # one row per label and server processor count
+  volanogo report --discard 0 --best 1 --of 1 run.json  # one run, no run rule
+  volanogo report --by cpus results/       # a row per label and server CPUs
   volanogo report --compare go1.26-linux java17-volano results/
-  volanogo report --compare baseline/ candidate/ --threshold 5%   # exit 3 on a regression
+  volanogo report --compare baseline/ candidate/ --threshold 5%  # 3: regressed
   cat run.json | volanogo report -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(cmd, io, o, args)

@@ -36,7 +36,11 @@ func register(newCmd func(*IO) *cobra.Command) { commands = append(commands, new
 
 // UsageError is a bad command line: the error and a hint to run --help
 // are printed and the process exits with status 2.
-type UsageError struct{ Err error }
+type UsageError struct {
+	Err error
+	// Hint, when set, is printed after the error: "did you mean --rooms?".
+	Hint string
+}
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
@@ -55,6 +59,9 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("exit status %d", e.Code)
 }
 
+// helpWidth is the width of every line --help prints.
+const helpWidth = 80
+
 // NewRoot builds the volanogo command tree.
 func NewRoot(io *IO) *cobra.Command {
 	root := &cobra.Command{
@@ -64,9 +71,9 @@ func NewRoot(io *IO) *cobra.Command {
 of long-lived connections, as VolanoMark did from 1997 to 2005: a chat
 server, a swarm of users taking turns broadcasting in rooms of 20, and a
 report that turns runs into scores, scalability tables and footnotes.`,
-		Example: `  volanogo serve                          # terminal 1: the server on :8000, metrics on :8002
-  volanogo load -count 100                # terminal 2: 50 rooms x 20 users, prints the score
-  volanogo load -rooms 105 -o results/    # the 2,100-connection step of the scalability test
+		Example: `  volanogo serve                        # terminal 1: chat :8000, metrics :8002
+  volanogo load -count 100              # terminal 2: 50 rooms x 20, the score
+  volanogo load -rooms 105 -o results/  # the scalability test's 2,100 step
   volanogo report results/                # tables, footnotes, environments
 
   # The Volano Report's run rules in one command: a fresh server per run,
@@ -80,14 +87,58 @@ report that turns runs into scores, scalability tables and footnotes.`,
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetVersionTemplate(buildinfo.Get().String() + "\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	root.SetFlagErrorFunc(flagError)
+	// --help fits 80 columns: the flags' descriptions wrap beside their names.
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages", fmt.Sprintf(".FlagUsagesWrapped %d", helpWidth)))
 	root.AddCommand(newVersionCmd(io))
 	for _, newCmd := range commands {
 		c := newCmd(io)
-		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+		c.SetFlagErrorFunc(flagError)
 		root.AddCommand(c)
 	}
 	return root
+}
+
+// flagError makes a bad flag a usage error, and names the flags an
+// unknown one may have meant ("--romes: illegal argument (unknown option)
+// (did you mean --rooms?)"): those within two edits of it, or that it
+// begins.
+func flagError(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return &UsageError{Err: err}
+	}
+	var near []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && (editDistance(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name))) {
+			near = append(near, "--"+f.Name)
+		}
+	})
+	if len(near) == 0 {
+		return &UsageError{Err: err}
+	}
+	return &UsageError{Err: err, Hint: "did you mean " + strings.Join(near, " or ") + "?"}
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func newVersionCmd(io *IO) *cobra.Command {
@@ -165,6 +216,9 @@ func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 				}
 			}
 			err = fmt.Errorf("%s: illegal argument (unknown option)", typed)
+		}
+		if usage.Hint != "" {
+			err = fmt.Errorf("%w (%s)", err, usage.Hint)
 		}
 	}
 	if usage != nil || isCobraUsage(err) {

@@ -61,9 +61,9 @@ deliver its Access within --access-timeout (10s); a client silent for
 closed one more timeout later; at most --max-private private sessions opened
 per connection (32) and --max-rooms dynamic rooms (20000); room lists carry at
 most --room-list-max names (100) and 16 KiB; requests other than chats are
-paced to --request-rate (1000 a second) per connection. Closes for bad input, floods and
-limits are logged at warn level, one line per reason per 10 seconds with a
-count.
+paced to --request-rate (1000 a second) per connection. Closes for bad
+input, floods and limits are logged at warn level, one line per reason per
+10 seconds with a count.
 
 Engines (--engine): goroutine (the default) serves each TCP connection with
 its own goroutine; epoll (Linux) serves them from a few event loops
@@ -101,8 +101,9 @@ ends it at once.`,
   volanogo serve
 
   # The three sample rooms of the original server, WebSocket on :8080
-  volanogo serve --room "Sample Permanent Room A" --room "Sample Permanent Room B" \
-      --room "Sample Permanent Room C" --ws-listen :8080
+  volanogo serve --room "Sample Permanent Room A" \
+      --room "Sample Permanent Room B" --room "Sample Permanent Room C" \
+      --ws-listen :8080
 
   # Refuse connections past 10,000; ping clients idle for 2 minutes
   volanogo serve --max-connections 10000 --idle-timeout 2m`,
