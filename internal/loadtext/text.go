@@ -324,13 +324,34 @@ func Summary(w io.Writer, steps []campaign.Step) {
 		}
 		switch t := s.Tally; {
 		case t.HasScore():
-			fmt.Fprintf(w, "  score (best 2 of 3) = %d messages per second, median %.0f\n", t.Score, t.Median)
+			fmt.Fprintf(w, "  score (%s) = %d messages per second, median %.0f\n", ruleWords(s), t.Score, t.Median)
 		case t.NoScore:
 			fmt.Fprintf(w, "  score = ---- (too few counted runs lasted a second: raise -count)\n")
 		default:
 			fmt.Fprintf(w, "  score = ---- (too few runs passed)\n")
 		}
 	}
+}
+
+// ruleWords says how the step's score was made, from its tally: of how many
+// counted runs the best were averaged, and the runs after those, which the
+// rule leaves out (-runs past the discard and three).
+func ruleWords(s campaign.Step) string {
+	t := s.Tally
+	words := fmt.Sprintf("best %d of %d", min(results.DefaultRunRule.Best, len(t.Scores)), t.Counted)
+	if t.Counted == 1 {
+		words = "1 counted run"
+	}
+	kept := 0
+	for _, d := range s.Docs {
+		if !d.Discarded {
+			kept++
+		}
+	}
+	if left := kept - t.Counted; left > 0 {
+		words += fmt.Sprintf("; the last %d not counted", left)
+	}
+	return words
 }
 
 func usersOf(s campaign.Step) int {

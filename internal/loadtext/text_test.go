@@ -146,6 +146,14 @@ Rooms 15 (300 connections):
   run 4: 500000 messages per second
   score (best 2 of 3) = 450000 messages per second, median 450000
 `, b.String())
+	// The wording follows the runs: -runs 2 counts one run; -runs 5 counts
+	// three (the rule's), and says that the last was left out.
+	b.Reset()
+	Summary(&b, []campaign.Step{step(doc(1, 300000), doc(2, 320000))})
+	assert.Contains(t, b.String(), "  score (1 counted run) = 320000 messages per second, median 320000\n")
+	b.Reset()
+	Summary(&b, []campaign.Step{step(doc(1, 1), doc(2, 100), doc(3, 200), doc(4, 300), doc(5, 400))})
+	assert.Contains(t, b.String(), "  score (best 2 of 3; the last 1 not counted) = 250 messages per second, median 200\n")
 	b.Reset()
 	Summary(&b, []campaign.Step{step(doc(1, 0), doc(2, 0), doc(3, 0), doc(4, 598205))})
 	assert.Contains(t, b.String(), "  score = ---- (too few counted runs lasted a second: raise -count)\n")
