@@ -49,6 +49,8 @@ type RunInfo struct {
 	Discarded bool
 	// Many is true when the campaign has more than one run.
 	Many bool
+	// Attempt is the try of the run (1-based; more with Config.Retry).
+	Attempt int
 }
 
 // Progress is what a run in progress shows: the swarm's snapshot (summed
@@ -72,9 +74,11 @@ type Step struct {
 	Passed bool
 }
 
-// Result is what Run did: every step with its runs.
+// Result is what Run did: every step with its runs, and with
+// Config.FindLimit what the search found.
 type Result struct {
-	Steps []Step
+	Steps  []Step
+	Search *SearchResult
 }
 
 // environment is this machine's, collected once.
@@ -110,77 +114,153 @@ func Run(ctx context.Context, cfg Config, sink Sink) (*Result, error) {
 	}
 	Environment()
 	cfg.brokerVersion(ctx)
-	res := &Result{}
-	failed, interrupted := false, false
+	r := &campaignRun{cfg: &cfg, sink: sink, res: &Result{}, first: true}
 	cpuList := cfg.ServerCPUs
 	if len(cpuList) == 0 {
 		cpuList = []int{0}
 	}
-	many := len(cfg.Steps)*len(cpuList) > 1 || cfg.Runs > 1
-	first := true
-steps:
+	r.many = len(cfg.Steps)*len(cpuList) > 1 || cfg.Runs > 1 || cfg.FindLimit != nil
+	var err error
+	if cfg.FindLimit != nil {
+		err = r.findLimit(ctx)
+	} else {
+		err = r.sweep(ctx, cpuList)
+	}
+	if err != nil {
+		return r.res, err
+	}
+	switch {
+	case r.interrupted:
+		return r.res, ErrInterrupted
+	case r.failed:
+		return r.res, ErrFailed
+	}
+	return r.res, nil
+}
+
+// campaignRun is one Run: its configuration, its sink and what it did.
+type campaignRun struct {
+	cfg   *Config
+	sink  Sink
+	res   *Result
+	many  bool
+	first bool // no run has started yet
+	// failed: a run failed (or a paced step broke); interrupted: ctx
+	// ended a run.
+	failed, interrupted bool
+}
+
+// sweep runs the configured steps in order, each at every processor
+// count of cpuList; a paced sweep stops at its first broken step unless
+// KeepGoing.
+func (r *campaignRun) sweep(ctx context.Context, cpuList []int) error {
+	cfg := r.cfg
 	for _, rooms := range cfg.Steps {
 		floor, err := cfg.measureFloor(ctx, rooms)
 		if err != nil {
-			return res, err
+			return err
 		}
 		for _, cpus := range cpuList {
-			var docs []*results.Document
-			stop := false
-			for run := 1; run <= cfg.Runs; run++ {
-				if ctx.Err() != nil {
-					interrupted = true
-					break steps
-				}
-				info := RunInfo{Rooms: rooms, CPUs: cpus, Run: run, Runs: cfg.Runs, Discarded: run <= cfg.Discard, Many: many}
-				sink.RunStarting(info)
-				spec := runSpec{rooms: rooms, cpus: cpus, run: run, runID: cfg.runID(rooms, cpus, run, many)}
-				if first {
-					spec.startAt = cfg.StartAt
-				}
-				first = false
-				doc, err := runStep(ctx, &cfg, spec, sink)
-				if err != nil {
-					return res, err
-				}
-				doc.Step, doc.Run, doc.Discarded = rooms, run, info.Discarded && many
-				if floor != nil {
-					doc.Environment.Floor = []results.Floor{*floor}
-				}
-				if err := sink.RunDone(info, doc); err != nil {
-					return res, err
-				}
-				docs = append(docs, doc)
-				if doc.Interrupted {
-					interrupted, stop = true, true
-					break
-				}
-				if !doc.Passed || (doc.Paced != nil && doc.Paced.Broken) {
-					failed = true
-				}
-				if hasKind(doc, results.FailServerStart) {
-					stop = true
-					break
-				}
+			step, stop, err := r.step(ctx, rooms, cpus, floor, nil)
+			if err != nil {
+				return err
 			}
-			step := summarize(rooms, cpus, docs)
-			res.Steps = append(res.Steps, step)
+			if step != nil {
+				r.res.Steps = append(r.res.Steps, *step)
+			}
 			if stop {
-				break steps
+				return nil
 			}
 			if cfg.Spec.Pause > 0 && !step.Passed && !cfg.KeepGoing && len(cfg.Steps)*len(cpuList) > 1 {
-				sink.SweepStopped(step)
-				break steps
+				r.sink.SweepStopped(*step)
+				return nil
 			}
 		}
 	}
-	switch {
-	case interrupted:
-		return res, ErrInterrupted
-	case failed:
-		return res, ErrFailed
+	return nil
+}
+
+// step makes the runs of one step (rooms, at cpus processors when the
+// server is restricted), each with its tries (Config.Retry), and applies
+// the run rule. stop says that the campaign ends here (interrupted, or a
+// server that does not start); step is nil when no run was made.
+func (r *campaignRun) step(ctx context.Context, rooms, cpus int, floor *results.Floor, search *results.Search) (step *Step, stop bool, err error) {
+	cfg := r.cfg
+	var docs []*results.Document
+	for run := 1; run <= cfg.Runs; run++ {
+		if ctx.Err() != nil {
+			r.interrupted, stop = true, true
+			break
+		}
+		info := RunInfo{Rooms: rooms, CPUs: cpus, Run: run, Runs: cfg.Runs, Discarded: run <= cfg.Discard, Many: r.many}
+		doc, err := r.tries(ctx, info, floor, search)
+		if err != nil {
+			return nil, true, err
+		}
+		docs = append(docs, doc)
+		if doc.Interrupted {
+			r.interrupted, stop = true, true
+			break
+		}
+		if !doc.Passed || (doc.Paced != nil && doc.Paced.Broken) {
+			r.failed = true
+		}
+		if hasKind(doc, results.FailServerStart) {
+			stop = true
+			break
+		}
 	}
-	return res, nil
+	if len(docs) == 0 {
+		return nil, stop, nil
+	}
+	s := summarize(rooms, cpus, docs)
+	return &s, stop, nil
+}
+
+// tries makes one run, again on a fresh server after a failure while
+// Config.Retry allows: each try goes to the sink, a failed try that a
+// later one replaces marked Superseded, the run's document (the last
+// try) naming the earlier tries' causes.
+func (r *campaignRun) tries(ctx context.Context, info RunInfo, floor *results.Floor, search *results.Search) (*results.Document, error) {
+	cfg := r.cfg
+	var earlier []results.Failure
+	for attempt := 1; ; attempt++ {
+		info.Attempt = attempt
+		r.sink.RunStarting(info)
+		spec := runSpec{rooms: info.Rooms, cpus: info.CPUs, run: info.Run, runID: cfg.runID(info.Rooms, info.CPUs, info.Run, r.many)}
+		if attempt > 1 && cfg.RunID != "" {
+			spec.runID += "-try" + strconv.Itoa(attempt)
+		}
+		if r.first {
+			spec.startAt = cfg.StartAt
+		}
+		r.first = false
+		doc, err := runStep(ctx, cfg, spec, r.sink)
+		if err != nil {
+			return nil, err
+		}
+		doc.Step, doc.Run, doc.Discarded = info.Rooms, info.Run, info.Discarded && r.many
+		if floor != nil {
+			doc.Environment.Floor = []results.Floor{*floor}
+		}
+		if search != nil {
+			s := *search
+			doc.Search = &s
+		}
+		again := attempt <= cfg.Retry && !doc.Passed && !doc.Interrupted && ctx.Err() == nil
+		if cfg.Retry > 0 {
+			doc.Retry = &results.Retry{Attempt: attempt, Of: cfg.Retry + 1, Superseded: again, Earlier: slices.Clone(earlier)}
+		}
+		if err := r.sink.RunDone(info, doc); err != nil {
+			return nil, err
+		}
+		if !again {
+			return doc, nil
+		}
+		if f, ok := doc.FirstFailure(); ok {
+			earlier = append(earlier, f)
+		}
+	}
 }
 
 // measureFloor measures the floor at a step's room count (Config.Floor)

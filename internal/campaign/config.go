@@ -87,6 +87,14 @@ type Config struct {
 	// when there is only one run).
 	Runs    int
 	Discard int
+	// Retry makes a failed run again, on a fresh server when the campaign
+	// starts it, up to Retry more times (load --retry): the Volano
+	// Report's "worked on the second try". Each try is handed to the
+	// sink; a replaced one is marked results.Retry.Superseded.
+	Retry int
+	// FindLimit, when set, searches for the largest step that holds
+	// instead of running Steps (load --find-limit): see FindLimit.
+	FindLimit *FindLimit
 	// ServerCPUs runs each step once per value with the spawned server
 	// restricted to that many processors: CPU affinity on the first n
 	// processors this process may use, and GOMAXPROCS=n in the environment
@@ -314,6 +322,17 @@ func (c *Config) normalize() error {
 			return cfgErr("--client-cmd runs Mark's turn-taking, which must end: -count at least 1, no -pause, no --scenario churn")
 		case c.Procs > 0 || c.ShardCount > 0:
 			return cfgErr("--client-cmd is one client process: not with --procs or --shard")
+		}
+	}
+	if c.Retry < 0 {
+		return cfgErr("--retry: must not be negative (%d)", c.Retry)
+	}
+	if c.FindLimit != nil {
+		if err := c.FindLimit.normalize(); err != nil {
+			return err
+		}
+		if len(c.ServerCPUs) > 0 || c.ShardCount > 0 {
+			return cfgErr("--find-limit searches one server's steps: not with --server-cpus or --shard")
 		}
 	}
 	if _, err := swarm.ParseBind(s.Bind); err != nil {

@@ -55,6 +55,7 @@ func (m *markInt) Set(s string) error {
 type roomsValue struct {
 	steps []int
 	bad   string
+	set   bool
 }
 
 func (r *roomsValue) String() string {
@@ -66,6 +67,7 @@ func (r *roomsValue) String() string {
 }
 func (r *roomsValue) Type() string { return "int[,int...]" }
 func (r *roomsValue) Set(s string) error {
+	r.set = true
 	var steps []int
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(f))
@@ -108,6 +110,70 @@ func (p *pauseValue) Set(s string) error {
 	return nil
 }
 
+// sloValue is --slo: a p99 delivery latency, as a duration ("1s") or as
+// objectives "p99=50ms,loss=0" (loss must be 0: a lost chat fails a run
+// whatever the SLO).
+type sloValue struct {
+	d   time.Duration
+	set bool
+}
+
+func (v *sloValue) String() string { return v.d.String() }
+func (v *sloValue) Type() string   { return "p99=duration[,loss=0]" }
+func (v *sloValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		v.d, v.set = d, true
+		return nil
+	}
+	var p99 time.Duration
+	for _, part := range strings.Split(s, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		switch {
+		case !ok:
+			return fmt.Errorf("%q is not a duration or KEY=VALUE (p99=50ms, loss=0)", part)
+		case k == "p99":
+			d, err := time.ParseDuration(strings.TrimSpace(val))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("p99: %q is not a positive duration", val)
+			}
+			p99 = d
+		case k == "loss":
+			if strings.TrimSpace(val) != "0" && strings.TrimSpace(val) != "0%" {
+				return fmt.Errorf("loss: only 0 (a lost chat fails a run whatever the SLO)")
+			}
+		default:
+			return fmt.Errorf("%q: the objectives are p99 and loss", k)
+		}
+	}
+	if p99 == 0 {
+		return fmt.Errorf("%q names no p99", s)
+	}
+	v.d, v.set = p99, true
+	return nil
+}
+
+// rangeValue is --find-limit LO..HI, in rooms.
+type rangeValue struct{ lo, hi int }
+
+func (v *rangeValue) String() string {
+	if v.hi == 0 {
+		return ""
+	}
+	return strconv.Itoa(v.lo) + ".." + strconv.Itoa(v.hi)
+}
+func (v *rangeValue) Type() string { return "LO..HI" }
+func (v *rangeValue) Set(s string) error {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), "..")
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || lo < 1 || hi <= lo {
+		return fmt.Errorf("%q is not a range of rooms LO..HI with 1 <= LO < HI", s)
+	}
+	v.lo, v.hi = lo, hi
+	return nil
+}
+
 type loadOptions struct {
 	host                       string
 	port, start, users, count  markInt
@@ -117,7 +183,10 @@ type loadOptions struct {
 	markRun                    bool
 	transport, url, output     string
 	label                      string
-	duration, stall, slo       time.Duration
+	duration, stall            time.Duration
+	slo                        sloValue
+	retry                      int
+	findLimit                  rangeValue
 	connectRate                float64
 	connectConcurrency         int
 	bind                       []string
@@ -253,7 +322,10 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.IntVar(&o.connectConcurrency, "connect-concurrency", swarm.DefaultConnectConcurrency, "rooms connecting at once (the users of a room connect in order)")
 	f.DurationVar(&o.stall, "stall-timeout", swarm.DefaultStallTimeout, "fail a room that makes no progress for this long; bounds each wait of the set-up")
 	f.StringSliceVar(&o.bind, "bind", nil, "source addresses, round-robin: a list, range (127.0.0.1-127.0.0.9) or prefix (127.0.1.0/24)")
-	f.DurationVar(&o.slo, "slo", swarm.DefaultSLO, "paced runs: p99 delivery latency past which a step breaks")
+	o.slo.d = swarm.DefaultSLO
+	f.Var(&o.slo, "slo", "p99 delivery latency past which a paced step breaks, and with --find-limit any step: a duration, or p99=50ms,loss=0")
+	f.IntVar(&o.retry, "retry", 0, "make a failed run again, on a fresh server when load starts it, up to N more times; the report footnotes the tries")
+	f.Var(&o.findLimit, "find-limit", "search LO..HI rooms for the largest step that holds (the run rules, no paced step broken, --slo when given), to within 5% in at most 8 steps")
 	f.BoolVar(&o.strictOrder, "strict-order", false, "fail a run when a chat reaches a user after a later chat of its room (by default reordering is counted and reported; volanogo serve keeps each room's order)")
 	f.BoolVar(&o.strict, "strict", false, "fail a run when a packet from outside it reaches one of its users (another user's chat, entry or exit, a whisper, a beep, a private session, a packet no run asks for; by default counted apart)")
 	f.IntVar(&o.maxPacket, "max-packet", swarm.DefaultMaxPacket, "largest packet a user accepts from the server, in bytes (what a hostile server can make each user hold; the original server's room list is 99 KB at 10,000 rooms)")
@@ -345,7 +417,7 @@ func (o *loadOptions) config() (campaign.Config, error) {
 			ConnectConcurrency: o.connectConcurrency,
 			StallTimeout:       o.stall,
 			Bind:               o.bind,
-			SLO:                o.slo,
+			SLO:                o.slo.d,
 			BatchReads:         o.batchReads,
 			Engine:             o.engine,
 			Loops:              o.loops,
@@ -374,6 +446,7 @@ func (o *loadOptions) config() (campaign.Config, error) {
 		ClientCmd:     o.clientCmd,
 		ClientTimeout: o.clientTimeout,
 		Runs:          o.runs,
+		Retry:         o.retry,
 		Discard:       o.discard,
 		Label:         o.label,
 		RunID:         o.runID,
@@ -381,6 +454,18 @@ func (o *loadOptions) config() (campaign.Config, error) {
 	}
 	if err := o.target(&cfg); err != nil {
 		return campaign.Config{}, err
+	}
+	if o.retry < 0 {
+		return campaign.Config{}, usage("--retry: must not be negative (%d)", o.retry)
+	}
+	if o.findLimit.hi > 0 {
+		cfg.FindLimit = &campaign.FindLimit{Lo: o.findLimit.lo, Hi: o.findLimit.hi}
+		if o.slo.set {
+			cfg.FindLimit.SLO = o.slo.d
+		}
+		if o.rooms.set {
+			return campaign.Config{}, usage("--find-limit chooses the steps: not with -rooms")
+		}
 	}
 	if cfg.Serve {
 		argv, err := serveCommand(o.transport == swarm.TransportWS)
@@ -536,6 +621,9 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 	sink.progress.end()
 	if res != nil && sink.many && len(res.Steps) > 0 {
 		loadtext.Summary(sink.text, res.Steps)
+	}
+	if res != nil && res.Search != nil {
+		fmt.Fprintf(sink.text, "Find limit: %s.\n", res.Search.Text())
 	}
 	if werr := sink.close(); werr != nil {
 		if err == nil {

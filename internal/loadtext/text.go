@@ -91,6 +91,9 @@ func RunHeading(w io.Writer, r campaign.RunInfo) {
 	if r.Discarded {
 		note = " (discarded)"
 	}
+	if r.Attempt > 1 {
+		note += fmt.Sprintf(", try %d (--retry: the last failed)", r.Attempt)
+	}
 	fmt.Fprintf(w, "Rooms %d%s, run %d of %d%s\n", r.Rooms, cpusNote(r.CPUs), r.Run, r.Runs, note)
 }
 
@@ -132,8 +135,16 @@ func Run(w io.Writer, d *results.Document) {
 		fmt.Fprintf(w, "Fan-out            = %s\n", line)
 	}
 	c := d.Connections
-	fmt.Fprintf(w, "Connections        = %d established of %d attempted, peak %d, set-up %.3f s\n",
-		c.Established, c.Attempted, c.Peak, d.SetupSeconds)
+	carried := ""
+	if c.Carried != nil && *c.Carried != c.Established {
+		carried = fmt.Sprintf(", %d carried (Access done, room entered)", *c.Carried)
+	}
+	rate := ""
+	if c.ConnectRate > 0 && d.Config.ConnectRate > 0 {
+		rate = fmt.Sprintf(", %.0f a second of the %.0f asked", c.ConnectRate, d.Config.ConnectRate)
+	}
+	fmt.Fprintf(w, "Connections        = %d established of %d attempted%s, peak %d, set-up %.3f s%s\n",
+		c.Established, c.Attempted, carried, c.Peak, d.SetupSeconds, rate)
 	cl := d.Client
 	fmt.Fprintf(w, "Client CPU         = %.2f s user, %.2f s system, %s per message, peak RSS %s\n",
 		cl.CPUUserSeconds, cl.CPUSystemSeconds, micros(cl.CPUPerMessageMicros), mib(cl.PeakRSSBytes))
@@ -167,7 +178,7 @@ func Run(w io.Writer, d *results.Document) {
 		}
 	}
 	for _, f := range d.Failures {
-		fmt.Fprintf(w, "Failure            = %s (%d): %s\n", f.Kind, f.Count, f.Example)
+		fmt.Fprintf(w, "Failure            = %s (%d): %s\n", f.Kind, f.Count, f.Explained())
 	}
 	for _, x := range d.Warnings {
 		fmt.Fprintf(w, "Warning            = %s\n", x)
@@ -310,6 +321,9 @@ func Summary(w io.Writer, steps []campaign.Step) {
 			}
 			if d.Discarded {
 				status += " (discarded)"
+			}
+			if rt := d.Retry; rt != nil && rt.Attempt > 1 {
+				status += fmt.Sprintf(" (try %d)", rt.Attempt)
 			}
 			extra := ""
 			if d.Server != nil && d.Server.CPUPerMessageMicros > 0 {

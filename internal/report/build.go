@@ -153,6 +153,11 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	slices.SortStableFunc(merged, runCompare)
 	b.split = splitByEngines(merged, b.nameOf)
 	for _, d := range merged {
+		if superseded(d) {
+			// A failed try that a later try replaced: that one counts,
+			// and names this one's cause (retryCause).
+			continue
+		}
 		k := b.key(d)
 		b.base[k.row] = k.row
 		if b.opt.By == ByCPUs {
@@ -174,6 +179,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 			b.main[sk] = k.cpus
 		}
 	}
+	b.retryNotes()
 	b.fast()
 	b.order()
 	b.scale()
@@ -181,6 +187,7 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	b.capacity()
 	b.churn()
 	b.storm()
+	b.search()
 	b.latency()
 	b.cost()
 	b.engines()
@@ -487,20 +494,12 @@ func causeOf(d *results.Document) cause {
 		}
 		return cause{kind: results.FailOther, example: "the run failed without a recorded cause"}
 	}
-	fs := slices.Clone(d.Failures)
-	slices.SortFunc(fs, func(a, c results.Failure) int {
-		az, cz := a.At.IsZero(), c.At.IsZero()
-		if az != cz {
-			return boolCompare(az, cz)
-		}
-		return cmp.Or(a.At.Compare(c.At), -cmp.Compare(a.Count, c.Count),
-			cmp.Compare(a.Kind, c.Kind), cmp.Compare(a.Example, c.Example))
-	})
-	ex := fs[0].Example
-	if fs[0].Kind == results.FailOpenFiles && d.Environment.OpenFilesSoft > 0 && !strings.Contains(ex, "limit") {
+	f, _ := d.FirstFailure()
+	ex := f.Example
+	if f.Kind == results.FailOpenFiles && d.Environment.OpenFilesSoft > 0 && !strings.Contains(ex, "limit") {
 		ex += ", client limit " + strconv.FormatInt(d.Environment.OpenFilesSoft, 10)
 	}
-	return cause{kind: fs[0].Kind, example: ex, server: fs[0].Server}
+	return cause{kind: f.Kind, example: ex, server: f.Server}
 }
 
 // reordered reports whether d's receivers saw chats out of their room's
@@ -812,7 +811,7 @@ func (b *builder) limit(row string) Limit {
 	if held != nil {
 		lo = held.step
 	}
-	if n := broke.carried; n > lo && n < broke.step {
+	if n := broke.carried; n > 0 && n >= lo && n < broke.step {
 		// The server carried n of the step's connections, then refused
 		// the rest: the Limit itself (in a document without the count
 		// of carried connections, the most it held at once).

@@ -16,7 +16,9 @@
 // first. Every document is then placed in a cell:
 //
 //   - a row, the platform: its Label (--by label, the default), its server
-//     command line (--by server), or its label and the server's processor
+//     (--by server: its identity, results.ServerInfo.Name, when the run
+//     recorded one, else its command line or address), or its label and
+//     the server's processor
 //     count (--by cpus); when documents of one label (or server) differ by
 //     engines (results.Document.Engines: the server's engine as it said,
 //     the client's), the engines follow the name in parentheses, "fast
@@ -78,14 +80,36 @@
 //
 // # Limit
 //
-// The Limit of a row is the most connections any of its turn-taking runs
-// held at once (Connections.Peak; Connections.Established when Peak is
-// absent), failed and discarded runs included, and how that run ended: "passed", "failed" (with the
-// footnote letter) or "interrupted". A Limit reached by a passed run is
-// printed as a lower bound ("≥ 2100"): the platform held everything asked of
-// it.
+// A connection is carried once it has completed its Access and entered
+// its room (results.Connections.Carried; in older documents, which lack
+// the count, the most connections a run held at once, Peak, else
+// Established: those count connections the server accepted and closed at
+// once). The Limit of a row comes from its turn-taking runs, failed and
+// discarded ones included, a try that --retry replaced left out:
+//
+//   - when no step failed above the largest step a run passed, the most
+//     any run carried, as a lower bound ("≥ 2100") when that run passed;
+//   - when a step above it failed and a run of that step carried fewer
+//     connections than it asked but at least the step that held, the
+//     server refused the rest: that count is the Limit itself ("1014a",
+//     with the failure's letter);
+//   - when the failed step carried everything it asked (it broke later:
+//     a stall, a thrashing server), the steps only bracket the break:
+//     the Limit is the step that held, marked as an estimate ("~ 1500d",
+//     Limit.Estimate, with the failed step in Limit.Below), as the Volano
+//     Report printed its estimates.
 //
 // # Footnotes
+//
+// A failure that the server explained (results.Failure.Server: its own
+// refusals and closes by reason from volanogo serve's metrics, or the
+// last error lines of a server the client started) is footnoted with the
+// server's cause first and the client's symptom after it ("Failed with
+// "4 connections refused (max_connections)" at the server; the client
+// saw "connection reset by peer" (...)."). A run that --retry made again
+// is noted where it stands, its discarded runs included: "Failed on the
+// first try with ...; made again on a fresh server, it worked on the
+// second try."
 //
 // Each distinct failure cause (a failure kind and its first example text)
 // gets one footnote, lettered a, b, c … in the order the tables first cite
@@ -180,6 +204,31 @@
 // runs some never did, the reconnect time merged from the histograms, the
 // most chats any counted run lost, the missed sends, and the leaks as for
 // churn. A storm step is not a capacity step.
+//
+// # Find limit
+//
+// The runs of a load --find-limit search (results.Document.Search) are
+// tabulated per platform in the order the search tried their steps:
+// rooms, step, the most connections a run carried, the p99 of delivery
+// latency, and whether the step held (its cell did not fail, no paced
+// run broke, no counted run's p99 passed the search's SLO), with the
+// largest step that held and the smallest that broke above it.
+//
+// # Server pauses
+//
+// Where the server's metrics expose its GC pauses
+// (results.ServerUsage.GCPauses), the latency table's rows carry them:
+// the median pauses per run, the largest p99 and the longest pause of
+// the counted runs (upper bounds of histogram buckets), printed in a
+// table of their own beside the delivery p99.
+//
+// # Environments
+//
+// Each platform's environment is its client machine, and when the server
+// said its own (results.ServerInfo.Environment) the server's beside it,
+// facet by facet; the server's identities, the network paths measured
+// before the runs (results.Network: round trip, interface, link speed),
+// the transports, engines, tools and command lines.
 //
 // # Processor scalability
 //

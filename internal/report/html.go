@@ -16,33 +16,36 @@ import (
 var htmlSource string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"nanos":         fmtNanos,
-	"rate":          fmtRate,
-	"cpu":           fmtCPU,
-	"pause":         fmtPause,
-	"pval":          fmtP,
-	"ratio":         fmtRatio,
-	"cmpv":          fmtCompare,
-	"step":          stepCell,
-	"plural":        plural,
-	"outcome":       outcome,
-	"headline":      capacityHeadline,
-	"env":           envLines,
-	"envHTML":       envHTML,
-	"sideBySide":    sideBySide,
-	"join":          strings.Join,
-	"churnHeadline": churnHeadline,
-	"churnCells":    churnCells,
-	"costCells":     costCells,
-	"engineCells":   engineCells,
-	"engineNumeric": engineNumeric,
-	"stormHeadline": stormHeadline,
-	"stormCells":    stormCells,
-	"fanoutCells":   fanoutCells,
-	"median":        fmtMedian,
-	"group":         group,
-	"minWidth":      minWidth,
-	"f1":            func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"nanos":          fmtNanos,
+	"rate":           fmtRate,
+	"cpu":            fmtCPU,
+	"pause":          fmtPause,
+	"pval":           fmtP,
+	"ratio":          fmtRatio,
+	"cmpv":           fmtCompare,
+	"step":           stepCell,
+	"plural":         plural,
+	"outcome":        outcome,
+	"headline":       capacityHeadline,
+	"env":            envLines,
+	"envHTML":        envHTML,
+	"sideBySide":     sideBySide,
+	"join":           strings.Join,
+	"churnHeadline":  churnHeadline,
+	"churnCells":     churnCells,
+	"costCells":      costCells,
+	"engineCells":    engineCells,
+	"engineNumeric":  engineNumeric,
+	"stormHeadline":  stormHeadline,
+	"stormCells":     stormCells,
+	"fanoutCells":    fanoutCells,
+	"pauseCells":     pauseCells,
+	"searchCells":    searchCells,
+	"searchHeadline": searchHeadline,
+	"median":         fmtMedian,
+	"group":          group,
+	"minWidth":       minWidth,
+	"f1":             func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 }).Parse(htmlSource))
 
 // palette colours the series of the charts.
@@ -712,6 +715,11 @@ type htmlData struct {
 	FanoutIntro   string
 	FanoutCols    []string
 	FanoutRows    []LatencyRow
+	PauseIntro    string
+	PauseCols     []string
+	PauseRows     []LatencyRow
+	SearchIntro   string
+	SearchCols    []string
 	Tools         []string
 }
 
@@ -722,7 +730,9 @@ func (r *Report) renderHTML(w io.Writer) error {
 		FastChart: r.fastChart(), ScaleChart: r.scaleChart().fitLegend(), LatChart: r.latencyChart().fitLegend(), P99Chart: r.p99Chart().fitLegend()}
 	if r.Latency != nil {
 		d.FanoutRows = r.Latency.fanoutRows()
+		d.PauseRows = r.Latency.pauseRows()
 	}
+	d.PauseIntro, d.PauseCols, d.SearchIntro, d.SearchCols = pauseIntro, pauseColumns, searchIntro, searchColumns
 	if r.Engines != nil {
 		d.EngineIntro, d.EngineColumns = engineIntroOf(r.Engines), engineColumns(r.Engines)
 	}

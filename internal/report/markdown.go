@@ -82,6 +82,19 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 		}
 		mdTable(w, head, right, rows)
 	}
+	if t := r.Search; t != nil {
+		fmt.Fprintf(w, "## Find limit\n\n%s\n\n", searchIntro)
+		for _, sr := range t.Rows {
+			fmt.Fprintf(w, "### %s\n\n", mdEscape(searchHeadline(sr)))
+			var rows [][]string
+			for _, p := range sr.Probes {
+				cells := searchCells(sr, p)
+				cells[5] = mdEscape(cells[5])
+				rows = append(rows, cells)
+			}
+			mdTable(w, searchColumns, map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true}, rows)
+		}
+	}
 	if t := r.Processors; t != nil {
 		fmt.Fprintf(w, "## Processor scalability\n\n%s\n\n", procIntro)
 		head := []string{"Platform", "Connections"}
@@ -151,6 +164,14 @@ func (r *Report) renderMarkdown(w io.Writer) error {
 				rows = append(rows, fanoutCells(row))
 			}
 			mdTable(w, fanoutColumns, map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true}, rows)
+		}
+		if pr := t.pauseRows(); len(pr) > 0 {
+			fmt.Fprintf(w, "%s\n\n", pauseIntro)
+			var rows [][]string
+			for _, row := range pr {
+				rows = append(rows, pauseCells(row))
+			}
+			mdTable(w, pauseColumns, map[int]bool{2: true, 3: true, 4: true, 5: true}, rows)
 		}
 	}
 	if t := r.Cost; t != nil {
@@ -290,6 +311,22 @@ func (r *Report) renderCSV(w io.Writer) error {
 			rec("scale", row.Platform, 0, "limit ended", row.Limit.Ended+strings.Join(row.Limit.Notes, ""))
 		}
 	}
+	if t := r.Search; t != nil {
+		for _, sr := range t.Rows {
+			for _, p := range sr.Probes {
+				tb := "search " + sr.Kind
+				rec(tb, sr.Platform, p.Step, "try", i64(int64(p.Probe)))
+				rec(tb, sr.Platform, p.Step, "rooms", i64(int64(p.Rooms)))
+				if p.Carried != nil {
+					rec(tb, sr.Platform, p.Step, "carried", i64(*p.Carried))
+				}
+				rec(tb, sr.Platform, p.Step, "p99 ns", i64(p.P99))
+				rec(tb, sr.Platform, p.Step, "outcome", searchCells(sr, p)[5])
+			}
+			rec("search "+sr.Kind, sr.Platform, 0, "held", i64(sr.Held))
+			rec("search "+sr.Kind, sr.Platform, 0, "broke", i64(sr.Broke))
+		}
+	}
 	if t := r.Processors; t != nil {
 		for _, row := range t.Rows {
 			for _, pc := range row.Cells {
@@ -401,6 +438,11 @@ func (r *Report) renderCSV(w io.Writer) error {
 					rec(tb, row.Platform, row.Step, f.name+" p50 ns", i64(f.t.P50))
 					rec(tb, row.Platform, row.Step, f.name+" p99 ns", i64(f.t.P99))
 				}
+			}
+			if g := row.GC; g != nil {
+				rec(tb, row.Platform, row.Step, "gc pauses", i64(g.Pauses))
+				rec(tb, row.Platform, row.Step, "gc pause p99 ns", i64(g.P99))
+				rec(tb, row.Platform, row.Step, "gc pause max ns", i64(g.Max))
 			}
 		}
 	}

@@ -70,6 +70,7 @@ type Report struct {
 	Storm      *StormTable     `json:"storm,omitempty"`
 	Processors *ProcessorTable `json:"processors,omitempty"`
 	Compare    *CompareTable   `json:"compare,omitempty"`
+	Search     *SearchTable    `json:"search,omitempty"`
 	// Footnotes are the distinct failure causes, lettered.
 	Footnotes []Footnote `json:"footnotes,omitempty"`
 	// ClientBound is true when any cell is marked client-bound.
@@ -276,6 +277,9 @@ type LatencyRow struct {
 	FanoutFirst  *Times `json:"fanout_first,omitempty"`
 	FanoutLast   *Times `json:"fanout_last,omitempty"`
 	FanoutSpread *Times `json:"fanout_spread,omitempty"`
+	// GC is the server's garbage-collector pauses in the counted runs,
+	// when its metrics have them.
+	GC *GCPauses `json:"gc_pauses,omitempty"`
 }
 
 // Times are percentiles of a merged histogram of times, ns.

@@ -64,7 +64,7 @@ func (r *Report) ruleText() string {
 
 const (
 	fastIntro   = "Scores are messages per second (sent + received, over the timed phase). Bigger is faster."
-	scaleIntro  = "Scores by concurrent connections (rooms × users). Limit: the most connections any run held."
+	scaleIntro  = "Scores by concurrent connections (rooms × users). Limit: the most connections the server carried (Access done, room entered): \"≥\" when every step held, exact when a step failed with the server refusing the rest, \"~\" an estimate where the steps only bracket the break."
 	clientNote  = "* client-bound: the client used 90% of its processors, or as much CPU per message as an unsaturated server; the score measures the client as much as the server."
 	latIntro    = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs; for paced steps from the scheduled send, so that a server that falls behind is not flattered (coordinated omission)."
 	costIntro   = "CPU per message of the server and of the client; delayed ACKs per message and the share of TCP segments retransmitted (Retrans.), from the kernel's counters of the whole client machine. Medians of the counted runs that passed: the figures to compare servers by when client and server share a machine."

@@ -348,7 +348,7 @@ func (b *builder) latency() {
 					continue
 				}
 				lr := LatencyRow{Platform: row, Kind: kind, Step: step, Histogram: q.name,
-					Count: q.count, P50: q.p50, P99: q.p99, P999: q.p999, Max: q.max}
+					Count: q.count, P50: q.p50, P99: q.p99, P999: q.p999, Max: q.max, GC: gcPauses(counted)}
 				for _, f := range []struct {
 					name string
 					to   **Times
@@ -836,6 +836,14 @@ func (b *builder) footnotes() {
 			}
 		}
 	}
+	if t := b.rep.Search; t != nil {
+		for _, r := range t.Rows {
+			for i := range r.Probes {
+				p := &r.Probes[i]
+				p.Notes = cite(p.causes, r.Platform+" at "+stepName(r.Kind, p.Step)+" (search)")
+			}
+		}
+	}
 	if t := b.rep.Capacity; t != nil {
 		for _, r := range t.Rows {
 			for i := range r.Steps {
@@ -875,6 +883,8 @@ func (b *builder) footnotes() {
 			text = c.example
 		case kindWarning:
 			text = "Warning: " + strings.TrimSuffix(c.example, ".") + "."
+		case kindRetried:
+			text = c.example
 		default:
 			text = failureText(c)
 		}
@@ -900,7 +910,7 @@ func failureText(c cause) string {
 	if c.server == "" {
 		return "Failed with " + client + "."
 	}
-	return fmt.Sprintf("Failed with %q at the server; the client saw %s.", c.server, client)
+	return fmt.Sprintf("Failed with \"%s\" at the server; the client saw %s.", c.server, client)
 }
 
 // letter is a, b, … z, aa, ab, …

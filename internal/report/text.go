@@ -217,6 +217,21 @@ func (r *Report) renderText(w io.Writer) error {
 		tb.write(w)
 	}
 
+	if t := r.Search; t != nil {
+		heading(w, "Find limit")
+		para(w, "", searchIntro)
+		for _, sr := range t.Rows {
+			fmt.Fprintln(w)
+			para(w, "", searchHeadline(sr))
+			fmt.Fprintln(w)
+			tb := &table{head: searchColumns, left: map[int]bool{5: true}, keep: 1}
+			for _, p := range sr.Probes {
+				tb.rows = append(tb.rows, searchCells(sr, p))
+			}
+			tb.write(w)
+		}
+	}
+
 	if t := r.Processors; t != nil {
 		heading(w, "Processor scalability")
 		para(w, "", procIntro)
@@ -301,6 +316,16 @@ func (r *Report) renderText(w io.Writer) error {
 			tb := &table{head: fanoutColumns, left: map[int]bool{0: true, 1: true}, keep: 2}
 			for _, row := range rows {
 				tb.rows = append(tb.rows, fanoutCells(row))
+			}
+			tb.write(w)
+		}
+		if rows := t.pauseRows(); len(rows) > 0 {
+			fmt.Fprintln(w)
+			para(w, "", pauseIntro)
+			fmt.Fprintln(w)
+			tb := &table{head: pauseColumns, left: map[int]bool{0: true, 1: true}, keep: 2}
+			for _, row := range rows {
+				tb.rows = append(tb.rows, pauseCells(row))
 			}
 			tb.write(w)
 		}

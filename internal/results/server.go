@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -169,4 +170,26 @@ func (f Failure) Explained() string {
 		return f.Example
 	}
 	return f.Example + "; the server: " + f.Server
+}
+
+// FirstFailure is the failure a failed run is cited for: its earliest
+// (failures with a time before those without), else its most frequent;
+// false when it has none.
+func (d *Document) FirstFailure() (Failure, bool) {
+	if len(d.Failures) == 0 {
+		return Failure{}, false
+	}
+	fs := slices.Clone(d.Failures)
+	slices.SortFunc(fs, func(a, c Failure) int {
+		az, cz := a.At.IsZero(), c.At.IsZero()
+		switch {
+		case az && !cz:
+			return 1
+		case cz && !az:
+			return -1
+		}
+		return cmp.Or(a.At.Compare(c.At), -cmp.Compare(a.Count, c.Count),
+			cmp.Compare(a.Kind, c.Kind), cmp.Compare(a.Example, c.Example))
+	})
+	return fs[0], true
 }
