@@ -49,7 +49,8 @@ type RunInfo struct {
 	Discarded bool
 	// Many is true when the campaign has more than one run.
 	Many bool
-	// Attempt is the try of the run (1-based; more with Config.Retry).
+	// Attempt is the try of a run that Config.Retry makes again (2, 3,
+	// ...); 0 for a first try.
 	Attempt int
 }
 
@@ -225,7 +226,9 @@ func (r *campaignRun) tries(ctx context.Context, info RunInfo, floor *results.Fl
 	cfg := r.cfg
 	var earlier []results.Failure
 	for attempt := 1; ; attempt++ {
-		info.Attempt = attempt
+		if attempt > 1 {
+			info.Attempt = attempt
+		}
 		r.sink.RunStarting(info)
 		spec := runSpec{rooms: info.Rooms, cpus: info.CPUs, run: info.Run, runID: cfg.runID(info.Rooms, info.CPUs, info.Run, r.many)}
 		if attempt > 1 && cfg.RunID != "" {
@@ -344,6 +347,7 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*result
 			probe = procProbe{pid: srv.pid()}
 		}
 	}
+	network, netErr := measureNetwork(ctx, target, probe)
 	var doc *results.Document
 	var err error
 	switch {
@@ -355,6 +359,12 @@ func runStep(ctx context.Context, cfg *Config, spec runSpec, sink Sink) (*result
 		doc, err = runShards(ctx, cfg, ProcsAuto, spec, target, probe, sink)
 	default:
 		doc, err = runLocal(ctx, cfg, spec, target, probe, sink)
+	}
+	if doc != nil {
+		doc.Network = network
+		if netErr != nil {
+			doc.Warnings = appendWarning(doc.Warnings, "the network round trip is unknown: "+netErr.Error())
+		}
 	}
 	if doc != nil && srv != nil {
 		doc.Config.ServerCommand = srv.argv
@@ -392,6 +402,36 @@ func (c *Config) serverIdentity() *results.ServerInfo {
 	}
 	return si
 }
+
+// measureNetwork times the round trip to the server before a run
+// (swarm.MeasureNetwork) and, when the server's metrics count its
+// connections, waits (a second at most) until it has seen the probes'
+// connections close, so that they take no place of the run's (a server
+// with --max-connections).
+func measureNetwork(ctx context.Context, target swarm.Target, probe serverProbe) (*results.Network, error) {
+	var before serverSample
+	if probe != nil {
+		before = probe.sample(ctx)
+	}
+	n, err := swarm.MeasureNetwork(ctx, target, networkTimeout)
+	if before.ok && before.hasOpen {
+		deadline := time.Now().Add(time.Second)
+		for time.Now().Before(deadline) {
+			if s := probe.sample(ctx); !s.ok || !s.hasOpen || s.open <= before.open {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return n, err
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return n, err
+}
+
+// networkTimeout bounds each connect of the round-trip measurement.
+const networkTimeout = 5 * time.Second
 
 // testHookServerStarted, when set, is called with the pid of each server
 // the campaign starts.

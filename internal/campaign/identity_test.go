@@ -44,6 +44,9 @@ func TestMaxConnectionsOneServer(t *testing.T) {
 		assert.Equal(t, map[string]string{"site": "lab"}, si.Labels)
 		require.NotNil(t, si.Environment, "the server said its machine")
 		assert.Positive(t, si.Environment.CPUs)
+		require.NotNil(t, d.Network, "the round trip, measured before the run")
+		assert.True(t, d.Network.Loopback)
+		assert.Positive(t, d.Network.RTTSeconds)
 	}
 	assert.Equal(t, ok.ServerInfo.Name(), failed.ServerInfo.Name())
 	require.NotEmpty(t, failed.Failures)

@@ -183,7 +183,7 @@ func TestGoldenFaithful(t *testing.T) {
 	require.NotNil(t, env.ServerMachine)
 	assert.Equal(t, "srv1", env.ServerMachine.Hostname)
 	assert.Equal(t, []string{"volanogo serve v0.5.0 (epoll) --max-connections 150 site=lab"}, env.Servers)
-	assert.Equal(t, []string{"RTT 212 µs (protocol ping, median of 10; fastest 180 µs), eth0 at 100 Mbit/s"}, env.Network)
+	assert.Equal(t, []string{"RTT 212 µs (protocol ping, median of 10; fastest 180 µs), eth0 (device speed 100 Mbit/s)"}, env.Network)
 
 	var gc *GCPauses
 	for _, row := range r.Latency.Rows {

@@ -699,7 +699,7 @@ func networkLine(n *results.Network) string {
 	s += ")"
 	switch {
 	case n.Interface != "" && n.LinkMbps > 0:
-		s += ", " + n.Interface + " at " + group(n.LinkMbps) + " Mbit/s"
+		s += ", " + n.Interface + " (device speed " + group(n.LinkMbps) + " Mbit/s)"
 	case n.Interface != "":
 		s += ", " + n.Interface + " (link speed unknown)"
 	}

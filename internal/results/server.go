@@ -122,9 +122,9 @@ type Network struct {
 	RTTSamples    int     `json:"rtt_samples"`
 	Method        string  `json:"method"`
 	// Interface is the client's network interface toward the server
-	// ("lo", "eth0", "veth1"), and LinkMbps its speed in Mbit/s as the
-	// kernel reports it (0: unknown, as for loopback and most virtual
-	// interfaces).
+	// ("lo", "eth0", "veth1"), and LinkMbps its device's speed in Mbit/s
+	// as the kernel reports it (0: unknown, as for loopback). It is the
+	// device's, not what tc shapes it to: a veth says 10,000.
 	Interface string `json:"interface,omitempty"`
 	LinkMbps  int64  `json:"link_mbps,omitempty"`
 	// Loopback is true when the server's address is a loopback address.

@@ -1,6 +1,9 @@
 package swarm
 
 import (
+	"context"
+	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -42,4 +45,30 @@ func TestConnectRateMeasured(t *testing.T) {
 	assert.Equal(t, new(int64(20)), d.Connections.Carried)
 	assert.Positive(t, d.Connections.ConnectRate)
 	assert.LessOrEqual(t, d.Connections.ConnectRate, 201.0, "never faster than the rate asked")
+}
+
+// TestMeasureNetwork: the round trip to a loopback server, by TCP
+// connect, on the loopback interface; a server that is not there is an
+// error, soon.
+func TestMeasureNetwork(t *testing.T) {
+	checkGoroutines(t)
+	s := startServer(t, server.Config{})
+	n, err := MeasureNetwork(context.Background(), Target{Transport: TransportTCP, Addr: s.Addr().String()}, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "connect", n.Method)
+	assert.Equal(t, RTTSamples, n.RTTSamples)
+	assert.True(t, n.Loopback)
+	assert.Positive(t, n.RTTMinSeconds)
+	assert.GreaterOrEqual(t, n.RTTSeconds, n.RTTMinSeconds)
+	if runtime.GOOS == "linux" {
+		assert.Equal(t, "lo", n.Interface)
+	}
+	assert.Zero(t, n.LinkMbps, "loopback has no link speed")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	_, err = MeasureNetwork(context.Background(), Target{Transport: TransportTCP, Addr: addr}, time.Second)
+	assert.Error(t, err)
 }
