@@ -32,19 +32,19 @@ func TestTermWriter(t *testing.T) {
 func TestCSVCell(t *testing.T) {
 	for in, want := range map[string]string{
 		`=HYPERLINK("http://x","click")`: `'=HYPERLINK("http://x","click")`,
-		"+1+2":                  "'+1+2",
-		"-1+cmd|' /C calc'!A0":  "'-1+cmd|' /C calc'!A0",
-		"@SUM(A1:A9)":           "'@SUM(A1:A9)",
-		"\t=1":                  "'\t=1",
-		"\r=1":                  "'\r=1",
-		"-3.2":                  "-3.2",
-		"+7":                    "+7",
-		"----":                  "----",
-		"----ad":                "----ad",
-		"----=1":                "'----=1",
-		"go1.26 on Linux":       "go1.26 on Linux",
-		"":                      "",
-		"volanogo serve = fast": "volanogo serve = fast",
+		"+1+2":                           "'+1+2",
+		"-1+cmd|' /C calc'!A0":           "'-1+cmd|' /C calc'!A0",
+		"@SUM(A1:A9)":                    "'@SUM(A1:A9)",
+		"\t=1":                           "'\t=1",
+		"\r=1":                           "'\r=1",
+		"-3.2":                           "-3.2",
+		"+7":                             "+7",
+		"----":                           "----",
+		"----ad":                         "----ad",
+		"----=1":                         "'----=1",
+		"go1.26 on Linux":                "go1.26 on Linux",
+		"":                               "",
+		"volanogo serve = fast":          "volanogo serve = fast",
 	} {
 		assert.Equal(t, want, csvCell(in), "%q", in)
 	}
