@@ -256,8 +256,9 @@ topic (--room-prefix), entering is subscribing, a chat is a publication of
 the sender's name and Mark's numbered text, which the broker delivers to the
 room's users and back to its sender (that echo is the chat's confirm), and
 the same ledger checks every delivery. Turns, paced, churn and storm work on
-every broker; --engine epoll, --batch-reads, --client-cmd and
---server-metrics do not (a spawned broker's CPU and memory come from /proc).
+every broker; --engine epoll, --batch-reads and --client-cmd do not, and a
+spawned broker's CPU and memory come from /proc (none of the three has the
+Prometheus endpoint --server-metrics reads).
 
 Exit status: 0 passed, 1 the run failed, 2 usage.`,
 		Example: `  # Mark's benchmark against a server on localhost:8000

@@ -131,6 +131,25 @@ func TestBrokerRestart(t *testing.T) {
 	}
 }
 
+func TestBrokerSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		s    Spec
+		t    Target
+		want string
+	}{
+		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: TransportNATS}, "no broker address"},
+		{Spec{Rooms: []int{1}, Count: 1, BatchReads: true}, Target{Transport: TransportRedis, Addr: "h:1"}, "batch reads: VOLANO over TCP only"},
+		{Spec{Rooms: []int{1}, Count: 1, Engine: EngineEpoll}, Target{Transport: TransportMQTT, Addr: "h:1"}, "engine epoll: TCP only"},
+		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: TransportMQTT, Addr: "h:1", QoS: 2}, "QoS 0 or 1"},
+		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: TransportNATS, Addr: "h:1", Prefix: "a b"}, "no spaces"},
+	} {
+		_, err := Run(context.Background(), tc.s, tc.t, &observer{})
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, tc.want)
+		assert.ErrorContains(t, err, tc.want)
+	}
+}
+
 // phaseHook is an observer that calls f (in a goroutine of its own) as
 // the run enters phase at.
 type phaseHook struct {

@@ -351,6 +351,9 @@ func (s *Spec) normalize(t Target) error {
 		if t.Addr == "" {
 			return cfgErr("no broker address")
 		}
+		if s.BatchReads {
+			return cfgErr("batch reads: VOLANO over TCP only (they wait for the sizes of VOLANO packets)")
+		}
 		if err := (broker.Options{Protocol: t.Transport, Prefix: t.Prefix, QoS: t.QoS}).Check(); err != nil {
 			return &ConfigError{Err: err}
 		}
