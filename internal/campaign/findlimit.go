@@ -76,7 +76,6 @@ func (r *campaignRun) findLimit(ctx context.Context) error {
 		if rooms == 0 {
 			break
 		}
-		hint = 0
 		sr.Probes++
 		floor, err := cfg.measureFloor(ctx, rooms)
 		if err != nil {
