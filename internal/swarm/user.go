@@ -416,6 +416,10 @@ func (e *userError) Error() string {
 func (e *userError) Unwrap() error { return e.err }
 
 // failIO classifies an error reading or writing the user's connection.
+// httpReply is what the packet id of an HTTP server's reply reads as: its
+// first two bytes, "HT".
+const httpReply = protocol.ID('H')<<8 | protocol.ID('T')
+
 func (u *user) failIO(what string, err error) *userError {
 	kind := results.Classify(err)
 	var de *protocol.DecodeError
@@ -425,6 +429,9 @@ func (u *user) failIO(what string, err error) *userError {
 		if errors.Is(err, protocol.ErrTooLarge) {
 			what += fmt.Sprintf(": a packet from the server passed the client's bound of %d bytes (a hostile or broken server, or a room list longer than the bound: --max-packet raises it)",
 				u.r.rs.spec.MaxPacket)
+		}
+		if errors.Is(err, protocol.ErrUnknownID) && de.ID == httpReply {
+			what += ": the server answered in HTTP (\"HTTP/...\"): this is an HTTP server, such as volanogo serve's metrics or WebSocket port, not a chat port (TCP, 8000 by default; for WebSocket give --transport ws --url)"
 		}
 	case kind == results.FailClosed:
 		what = "disconnected from server"
