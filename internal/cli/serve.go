@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/volanogo/volanogo/internal/handshake"
 	"github.com/volanogo/volanogo/internal/server"
@@ -109,6 +111,9 @@ ends it at once.`,
   volanogo serve --max-connections 10000 --idle-timeout 2m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := noNegativeFlags(cmd.Flags()); err != nil {
+				return err
+			}
 			return serveRun(cmd.Context(), io, o)
 		},
 	}
@@ -158,74 +163,24 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		}
 		rooms = append(rooms, fromFile...)
 	}
-	for _, v := range []struct {
-		name string
-		v    int
-	}{{"--room-limit", o.roomLimit}, {"--max-name", o.maxName}, {"--max-room-name", o.maxRoomName},
-		{"--max-profile", o.maxProfile}, {"--max-text", o.maxText}, {"--send-buffer", o.sendBuffer}, {"--max-packet", o.maxPacket},
-		{"--room-list-max", o.roomListMax}} {
-		if v.v <= 0 {
-			return &UsageError{Err: fmt.Errorf("%s must be positive (got %d)", v.name, v.v)}
-		}
-	}
-	for _, v := range []struct {
-		name string
-		v    int
-	}{{"--max-private", o.maxPrivate}, {"--max-rooms", o.maxRooms}, {"--socket-send-buffer", o.socketSendBuffer}, {"--max-connections", o.maxConnections},
-		{"--request-rate", o.requestRate}} {
-		if v.v < 0 {
-			return &UsageError{Err: fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)}
-		}
-	}
-	for _, v := range []struct {
-		name string
-		v    time.Duration
-	}{{"--access-timeout", o.accessTimeout}, {"--idle-timeout", o.idleTimeout}} {
-		if v.v < 0 {
-			return &UsageError{Err: fmt.Errorf("%s must not be negative (got %v)", v.name, v.v)}
-		}
-	}
-	for _, v := range []struct {
-		name string
-		v    time.Duration
-	}{{"--handshake-timeout", o.handshakeTimeout}, {"--drain-timeout", o.drainTimeout}} {
-		if v.v <= 0 {
-			return &UsageError{Err: fmt.Errorf("%s must be positive (got %v)", v.name, v.v)}
-		}
-	}
-	switch o.engine {
-	case server.EngineGoroutine, server.EngineEpoll, server.EngineURing, server.EngineAuto:
-	default:
-		return &UsageError{Err: fmt.Errorf("--engine: %q is not one of goroutine, epoll, uring, auto", o.engine)}
-	}
-	if o.loops < 0 {
-		return &UsageError{Err: fmt.Errorf("--loops must not be negative (got %d)", o.loops)}
-	}
-	if o.loopFill < 0 {
-		return &UsageError{Err: fmt.Errorf("--loop-fill must not be negative (got %d)", o.loopFill)}
-	}
-	switch {
-	case o.coalesce < 0 || o.coalesce > server.MaxCoalesce:
-		return &UsageError{Err: fmt.Errorf("--coalesce must be between 0 and %v (got %v)", server.MaxCoalesce, o.coalesce)}
-	case o.coalesce > 0 && o.engine != server.EngineEpoll:
-		return &UsageError{Err: fmt.Errorf("--coalesce: only with --engine epoll (got %s)", o.engine)}
-	}
 	if o.listen == "" && o.wsListen == "" {
 		return &UsageError{Err: fmt.Errorf("nothing to serve: --listen and --ws-listen are both empty")}
 	}
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
+	// A flag's 0 is off (Off); Config.check, the one place the ranges are
+	// checked, refuses it for the limits that cannot be off.
 	srv, err := server.New(server.Config{
 		Listen: o.listen, WSListen: o.wsListen, WSOrigins: o.wsOrigins, MetricsListen: o.metricsListen,
-		Rooms: rooms, RoomLimit: o.roomLimit, MaxName: o.maxName, MaxRoomName: o.maxRoomName,
-		MaxProfile: o.maxProfile, MaxText: o.maxText, AcceptVersions: o.acceptVersions,
+		Rooms: rooms, RoomLimit: offIfZero(o.roomLimit), MaxName: offIfZero(o.maxName), MaxRoomName: offIfZero(o.maxRoomName),
+		MaxProfile: offIfZero(o.maxProfile), MaxText: offIfZero(o.maxText), AcceptVersions: o.acceptVersions,
 		MaxConnections: o.maxConnections, AccessTimeout: offIfZero(o.accessTimeout), IdleTimeout: offIfZero(o.idleTimeout),
-		HandshakeTimeout: o.handshakeTimeout, DrainTimeout: o.drainTimeout,
-		SendBuffer: o.sendBuffer, SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: o.maxPacket,
-		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: o.roomListMax,
+		HandshakeTimeout: offIfZero(o.handshakeTimeout), DrainTimeout: offIfZero(o.drainTimeout),
+		SendBuffer: offIfZero(o.sendBuffer), SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: offIfZero(o.maxPacket),
+		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: offIfZero(o.roomListMax),
 		RequestRate: offIfZero(o.requestRate), Engine: o.engine, Loops: o.loops, LoopFill: o.loopFill, Coalesce: o.coalesce, Logger: logger,
 	})
 	if err != nil {
-		return &UsageError{Err: err}
+		return &UsageError{Err: serveFlagError(err)}
 	}
 	if err := srv.Start(); err != nil {
 		if errors.Is(err, server.ErrURingUnavailable) {
@@ -257,6 +212,58 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// serveFlags names the flag of each server.Config field serve sets.
+var serveFlags = map[string]string{
+	"RoomLimit": "room-limit", "MaxName": "max-name", "MaxRoomName": "max-room-name", "MaxProfile": "max-profile",
+	"MaxText": "max-text", "SendBuffer": "send-buffer", "MaxPacket": "max-packet", "RoomListMax": "room-list-max",
+	"MaxPrivate": "max-private", "MaxRooms": "max-rooms", "SocketSendBuffer": "socket-send-buffer",
+	"RequestRate": "request-rate", "MaxConnections": "max-connections", "Loops": "loops", "LoopFill": "loop-fill",
+	"AccessTimeout": "access-timeout", "IdleTimeout": "idle-timeout", "HandshakeTimeout": "handshake-timeout",
+	"DrainTimeout": "drain-timeout", "Engine": "engine", "Coalesce": "coalesce",
+}
+
+// serveFlagError says a server.ConfigError in terms of serve's flag, and
+// its value as given (0 where serve passed Off).
+func serveFlagError(err error) error {
+	var ce *server.ConfigError
+	flag, ok := "", false
+	if errors.As(err, &ce) {
+		flag, ok = serveFlags[ce.Field]
+	}
+	if !ok {
+		return err
+	}
+	got := ce.Value
+	switch got {
+	case server.Off, time.Duration(server.Off):
+		got = 0
+	}
+	if s, isString := got.(string); isString {
+		got = strconv.Quote(s)
+	}
+	return fmt.Errorf("--%s %s (got %v)", flag, ce.Want, got)
+}
+
+// noNegativeFlags refuses a negative number or duration for any of serve's
+// flags: none takes one (0 is off), and serve passes 0 to the server as
+// Off, which a negative value must not be mistaken for. The other ranges
+// are server.Config's.
+func noNegativeFlags(fs *pflag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil {
+			return
+		}
+		switch f.Value.Type() {
+		case "int", "duration":
+			if strings.HasPrefix(f.Value.String(), "-") {
+				err = &UsageError{Err: fmt.Errorf("--%s must not be negative (got %s)", f.Name, f.Value)}
+			}
+		}
+	})
+	return err
 }
 
 // offIfZero maps a flag's 0 ("off") to the server's Off; Config's zero

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"strconv"
 )
 
 // The engines of Config.Engine. The goroutine engine serves each TCP
@@ -36,11 +35,11 @@ func checkEngine(name string) error {
 		return nil
 	case EngineEpoll, EngineURing:
 		if runtime.GOOS != "linux" {
-			return errors.New("engine " + name + " needs Linux; this build has only the goroutine engine")
+			return errors.New("needs Linux: this build has only the goroutine engine")
 		}
 		return nil
 	}
-	return errors.New("engine must be goroutine, epoll, uring or auto (got " + strconv.Quote(name) + ")")
+	return errors.New("must be goroutine, epoll, uring or auto")
 }
 
 // ioEngine is an event-loop engine as the server sees it (nil: the

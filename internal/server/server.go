@@ -274,55 +274,75 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// ConfigError is a Config field out of its range: the one place the
+// server's settings are checked (volanogo serve's flags map to it).
+type ConfigError struct {
+	Field string // the Config field, as in Go: "RoomLimit"
+	Value any    // what it was
+	Want  string // what it must be: "must be positive"
+}
+
+func (e *ConfigError) Error() string {
+	if s, ok := e.Value.(string); ok {
+		return fmt.Sprintf("%s %s (got %q)", e.Field, e.Want, s)
+	}
+	return fmt.Sprintf("%s %s (got %v)", e.Field, e.Want, e.Value)
+}
+
 func (c *Config) check() error {
+	// Limits that cannot be off (Off, or any other negative value).
 	for _, v := range []struct {
-		name string
-		v    int
-	}{{"room limit", c.RoomLimit}, {"max name", c.MaxName}, {"max room name", c.MaxRoomName},
-		{"max profile", c.MaxProfile}, {"max text", c.MaxText}, {"send buffer", c.SendBuffer}, {"max packet", c.MaxPacket},
-		{"room list max", c.RoomListMax}} {
+		field string
+		v     int
+	}{{"RoomLimit", c.RoomLimit}, {"MaxName", c.MaxName}, {"MaxRoomName", c.MaxRoomName},
+		{"MaxProfile", c.MaxProfile}, {"MaxText", c.MaxText}, {"SendBuffer", c.SendBuffer}, {"MaxPacket", c.MaxPacket},
+		{"RoomListMax", c.RoomListMax}} {
 		if v.v < 0 {
-			return fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)
+			return &ConfigError{v.field, v.v, "must be positive"}
+		}
+	}
+	// Limits that are on by default and Off turns off; 0 is no limit.
+	for _, v := range []struct {
+		field string
+		v     int
+	}{{"MaxPrivate", c.MaxPrivate}, {"MaxRooms", c.MaxRooms}, {"SocketSendBuffer", c.SocketSendBuffer},
+		{"RequestRate", c.RequestRate}} {
+		if v.v < Off {
+			return &ConfigError{v.field, v.v, "must not be negative"}
 		}
 	}
 	for _, v := range []struct {
-		name string
-		v    int
-	}{{"max private", c.MaxPrivate}, {"max rooms", c.MaxRooms}, {"socket send buffer", c.SocketSendBuffer}, {"request rate", c.RequestRate}} {
+		field string
+		v     int
+	}{{"MaxConnections", c.MaxConnections}, {"Loops", c.Loops}, {"LoopFill", c.LoopFill}} {
+		if v.v < 0 {
+			return &ConfigError{v.field, v.v, "must not be negative"}
+		}
+	}
+	for _, v := range []struct {
+		field string
+		v     time.Duration
+	}{{"AccessTimeout", c.AccessTimeout}, {"IdleTimeout", c.IdleTimeout}} {
 		if v.v < Off {
-			return fmt.Errorf("%s must not be negative (got %d)", v.name, v.v)
+			return &ConfigError{v.field, v.v, "must not be negative"}
+		}
+	}
+	for _, v := range []struct {
+		field string
+		v     time.Duration
+	}{{"HandshakeTimeout", c.HandshakeTimeout}, {"DrainTimeout", c.DrainTimeout}, {"LogInterval", c.LogInterval}} {
+		if v.v < 0 {
+			return &ConfigError{v.field, v.v, "must be positive"}
 		}
 	}
 	if err := checkEngine(c.Engine); err != nil {
-		return err
+		return &ConfigError{"Engine", c.Engine, err.Error()}
 	}
-	if c.Loops < 0 {
-		return fmt.Errorf("loops must not be negative (got %d)", c.Loops)
-	}
-	if c.LoopFill < 0 {
-		return fmt.Errorf("loop fill must not be negative (got %d)", c.LoopFill)
-	}
-	if c.Coalesce < 0 || c.Coalesce > MaxCoalesce {
-		return fmt.Errorf("coalesce must be between 0 and %v (got %v)", MaxCoalesce, c.Coalesce)
-	}
-	if c.MaxConnections < 0 {
-		return fmt.Errorf("max connections must not be negative (got %d)", c.MaxConnections)
-	}
-	for _, v := range []struct {
-		name string
-		v    time.Duration
-	}{{"access timeout", c.AccessTimeout}, {"idle timeout", c.IdleTimeout}} {
-		if v.v < Off {
-			return fmt.Errorf("%s must not be negative (got %v)", v.name, v.v)
-		}
-	}
-	for _, v := range []struct {
-		name string
-		v    time.Duration
-	}{{"handshake timeout", c.HandshakeTimeout}, {"drain timeout", c.DrainTimeout}, {"log interval", c.LogInterval}} {
-		if v.v < 0 {
-			return fmt.Errorf("%s must not be negative (got %v)", v.name, v.v)
-		}
+	switch {
+	case c.Coalesce < 0 || c.Coalesce > MaxCoalesce:
+		return &ConfigError{"Coalesce", c.Coalesce, fmt.Sprintf("must be between 0 and %v", MaxCoalesce)}
+	case c.Coalesce > 0 && c.Engine != EngineEpoll:
+		return &ConfigError{"Coalesce", c.Coalesce, "applies to the epoll engine only (engine " + c.Engine + ")"}
 	}
 	seen := map[string]bool{}
 	for _, r := range c.Rooms {
