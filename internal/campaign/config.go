@@ -15,6 +15,7 @@ import (
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/swarm"
 	"github.com/volanogo/volanogo/internal/sysinfo"
+	"github.com/volanogo/volanogo/internal/usage"
 )
 
 // Defaults, as Mark has them where Mark has the option.
@@ -196,23 +197,15 @@ var ErrFailed = errors.New("the test failed")
 // ErrInterrupted is returned by Run when the context was cancelled.
 var ErrInterrupted = errors.New("interrupted")
 
-// ConfigError is a configuration the campaign refuses (a usage error).
-type ConfigError struct{ Err error }
+// ConfigError is a configuration the campaign refuses: the one usage
+// error type (usage.Error), as the swarm's is.
+type ConfigError = usage.Error
 
-func (e *ConfigError) Error() string { return e.Err.Error() }
-func (e *ConfigError) Unwrap() error { return e.Err }
-
-func cfgErr(format string, args ...any) error {
-	return &ConfigError{Err: fmt.Errorf(format, args...)}
-}
+func cfgErr(format string, args ...any) error { return usage.Errorf(format, args...) }
 
 // IsUsage reports whether err is a configuration the campaign (or the
 // swarm) refused.
-func IsUsage(err error) bool {
-	var ce *ConfigError
-	var se *swarm.ConfigError
-	return errors.As(err, &ce) || errors.As(err, &se)
-}
+func IsUsage(err error) bool { return usage.Is(err) }
 
 // spawned reports whether the campaign starts the server.
 func (c *Config) spawned() bool { return c.Serve || c.ServerCmd != "" }

@@ -650,7 +650,7 @@ func campaignExit(err error) error {
 	case err == nil:
 		return nil
 	case campaign.IsUsage(err):
-		return &UsageError{Err: err}
+		return err // a UsageError already
 	case errors.Is(err, campaign.ErrInterrupted):
 		return &ExitError{Code: exitInterrupted}
 	case errors.Is(err, campaign.ErrFailed):

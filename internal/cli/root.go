@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/volanogo/volanogo/internal/buildinfo"
+	"github.com/volanogo/volanogo/internal/usage"
 )
 
 // IO is where a command reads and writes: the process's standard streams in
@@ -35,15 +36,10 @@ var commands []func(*IO) *cobra.Command
 func register(newCmd func(*IO) *cobra.Command) { commands = append(commands, newCmd) }
 
 // UsageError is a bad command line: the error and a hint to run --help
-// are printed and the process exits with status 2.
-type UsageError struct {
-	Err error
-	// Hint, when set, is printed after the error: "did you mean --rooms?".
-	Hint string
-}
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
+// are printed and the process exits with status 2. It is the one usage
+// error type of every layer (usage.Error): a campaign's or a swarm's
+// refusal is one too.
+type UsageError = usage.Error
 
 // ExitError ends the process with Code after printing nothing more than
 // the command already printed (Msg, when set, goes to stderr).

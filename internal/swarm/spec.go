@@ -10,6 +10,7 @@ import (
 
 	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/internal/results"
+	"github.com/volanogo/volanogo/internal/usage"
 )
 
 // Transports: the VOLANO protocol over TCP or WebSocket, or a pub/sub
@@ -218,11 +219,9 @@ type Snapshot struct {
 // ErrAborted is returned by a wait that the run's abort ended.
 var errAborted = errors.New("run aborted")
 
-// ConfigError is a Spec or Target the swarm refuses.
-type ConfigError struct{ Err error }
-
-func (e *ConfigError) Error() string { return e.Err.Error() }
-func (e *ConfigError) Unwrap() error { return e.Err }
+// ConfigError is a Spec or Target the swarm refuses: the one usage error
+// type (usage.Error), as the campaign's and the commands' are.
+type ConfigError = usage.Error
 
 func cfgErr(format string, args ...any) error {
 	return &ConfigError{Err: fmt.Errorf(format, args...)}
