@@ -3,7 +3,6 @@ package floor
 import (
 	"strconv"
 
-	"github.com/volanogo/volanogo/internal/server"
 	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
@@ -20,8 +19,17 @@ import (
 // requests), and a user knows its k-th indication and its confirm by
 // theirs, the sizes being fixed by the names. The rooms are Room1 … and
 // the users Mark1 …, as load names them, and the RoomList confirm lists
-// the first rooms as volanogo serve does (at most server.DefaultRoomListMax
-// names), so each packet has the size it has in a real run.
+// the first rooms as volanogo serve does (at most roomListMax names), so
+// each packet has the size it has in a real run.
+// roomListMax and roomListMaxBytes bound a room list as volanogo serve
+// bounds it by default (server.DefaultRoomListMax and RoomListMaxBytes:
+// TestRoomListAsServe holds them equal; the floor does not import the
+// server).
+const (
+	roomListMax      = 100
+	roomListMaxBytes = 16 << 10
+)
+
 type script struct {
 	users int
 	// chatIn is the bytes of chats one connection receives; chatOut those
@@ -59,9 +67,9 @@ func newScript(rooms, users, count int) (*script, error) {
 	}
 	names := []string{}
 	bytes := 0
-	for r := 0; r < rooms && len(names) < server.DefaultRoomListMax; r++ {
+	for r := 0; r < rooms && len(names) < roomListMax; r++ {
 		name := roomName(r)
-		if bytes += 2 + len(name); bytes > server.RoomListMaxBytes {
+		if bytes += 2 + len(name); bytes > roomListMaxBytes {
 			break
 		}
 		names = append(names, name)

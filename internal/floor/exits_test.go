@@ -55,7 +55,7 @@ func TestScript(t *testing.T) {
 	conf, ok := decode(t, sc.listConf).(*protocol.RoomList)
 	require.True(t, ok)
 	assert.Equal(t, protocol.Confirm, conf.Type)
-	require.Len(t, conf.Rooms, server.DefaultRoomListMax, "the server's cap")
+	require.Len(t, conf.Rooms, roomListMax, "the server's cap")
 	assert.Equal(t, "Room1", conf.Rooms[0])
 	assert.Equal(t, "Room100", conf.Rooms[99])
 	var at int64
@@ -244,4 +244,11 @@ func TestClientExits(t *testing.T) {
 	for i, fd := range p.cli {
 		assert.Equal(t, int32(-1), fd, "connection %d", i)
 	}
+}
+
+// TestRoomListAsServe: the floor's room list is bounded as volanogo
+// serve's is by default.
+func TestRoomListAsServe(t *testing.T) {
+	assert.Equal(t, server.DefaultRoomListMax, roomListMax)
+	assert.Equal(t, server.RoomListMaxBytes, roomListMaxBytes)
 }
