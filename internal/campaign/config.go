@@ -348,6 +348,13 @@ func (c *Config) normalizeScaleOut() error {
 		if s.Pause <= 0 {
 			return cfgErr("--scenario storm: a storm is a paced run: give -pause")
 		}
+	case results.ScenarioPrivate:
+		if s.Pause <= 0 {
+			return cfgErr("--scenario private: private chat is paced: give -pause")
+		}
+		if s.Users%2 != 0 {
+			return cfgErr("--scenario private: users chat in pairs: -users must be even (%d)", s.Users)
+		}
 	case results.ScenarioChurn:
 		if s.Count < 1 {
 			return cfgErr("--scenario churn: -count must be at least 1 (sequences per user)")
@@ -356,7 +363,7 @@ func (c *Config) normalizeScaleOut() error {
 			return cfgErr("--scenario churn: -pause does not apply")
 		}
 	default:
-		return cfgErr("--scenario: %q is not turns, paced, churn or storm", s.Scenario)
+		return cfgErr("--scenario: %q is not turns, paced, private, churn or storm", s.Scenario)
 	}
 	if c.ShardCount != 0 || c.ShardIndex != 0 {
 		if c.ShardCount < 1 || c.ShardIndex < 0 || c.ShardIndex >= c.ShardCount {

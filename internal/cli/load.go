@@ -355,7 +355,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.StringVar(&o.runID, "run-id", "", "the run's id, shared by its shards (default: a new one per run)")
 	f.StringVar(&o.startAt, "start-at", "", "start the timed phase at this wall-clock time (RFC 3339), after the set-up")
 	f.StringVar(&o.procs, "procs", "", "run each run as N shard processes and merge them; auto: enough that none passes its open-files limit (default: one process, or auto for a step one process cannot hold)")
-	f.StringVar(&o.scenario, "scenario", "", "turns or paced (from -pause); churn: each user connects, enters, chats once, exits and closes, -count times; storm: a paced run whose users drop at once and reconnect")
+	f.StringVar(&o.scenario, "scenario", "", "turns or paced (from -pause); churn: each user connects, enters, chats once, exits and closes, -count times; storm: a paced run whose users drop at once and reconnect; private: paced private chat in pairs, each chat echoed back (In:Out 1:2, the game-server vendor's test)")
 	f.DurationVar(&o.stormAt, "storm-at", 0, "--scenario storm: when the users drop, into the timed phase (default: a third of it)")
 	f.Float64Var(&o.stormShare, "storm-share", 1, "--scenario storm: the share of the users that drop (0 to 1)")
 	f.DurationVar(&o.stormBackoff, "storm-backoff", swarm.DefaultStormBackoff, "--scenario storm: a reconnecting user waits a random time up to this before its first attempt, twice as long at most before each next one")

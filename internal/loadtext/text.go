@@ -128,6 +128,9 @@ func Run(w io.Writer, d *results.Document) {
 	if h := d.Latency[results.LatencyDeliveryScheduled]; h != nil && h.Count > 0 {
 		fmt.Fprintf(w, "From schedule      = %s\n", percentiles(h))
 	}
+	if h := d.Latency[results.LatencyResponse]; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "Echo round trip    = %s\n", percentiles(h))
+	}
 	if h := d.Latency[results.LatencyTurn]; h != nil && h.Count > 0 {
 		fmt.Fprintf(w, "Turn time          = %s\n", percentiles(h))
 	}

@@ -274,6 +274,8 @@ func sortedKeys[K comparable, V any](m map[K]V, f func(a, b K) int) []K {
 // kindOf says what scenario a document ran.
 func kindOf(d *results.Document) string {
 	switch {
+	case d.Config.Scenario == results.ScenarioPrivate:
+		return KindPrivate
 	case d.Config.Scenario == results.ScenarioStorm || d.Storm != nil:
 		return KindStorm
 	case d.Config.Scenario == results.ScenarioPaced || d.Paced != nil:
@@ -300,7 +302,7 @@ func cpusOf(d *results.Document) int {
 // stepOf is the connection count of a turn-taking run, the concurrent
 // users of a paced one.
 func stepOf(d *results.Document, kind string) int64 {
-	if (kind == KindPaced || kind == KindStorm) && d.Paced != nil && d.Paced.ConcurrentUsers > 0 {
+	if (kind == KindPaced || kind == KindPrivate || kind == KindStorm) && d.Paced != nil && d.Paced.ConcurrentUsers > 0 {
 		return d.Paced.ConcurrentUsers
 	}
 	if kind == KindStorm && d.Storm != nil && d.Storm.Users > 0 {

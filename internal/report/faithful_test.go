@@ -107,6 +107,21 @@ func faithfulDocs(t *testing.T) []*results.Document {
 			docs = append(docs, d)
 		}
 	}
+	for run := 1; run <= 2; run++ {
+		for _, users := range []int64{5000, 10000} {
+			// The vendor's private message test: each user one chat a
+			// pause to its partner, which echoes it: In:Out 1:2.
+			d := pacedDoc(t, rng, users, run, next())
+			d.Label = "pairs"
+			d.Config.Scenario = results.ScenarioPrivate
+			d.Paced.OutPerSecond = 2 * d.Paced.InPerSecond
+			d.Counts.Sent = 2 * int64(d.Paced.InPerSecond*60)
+			d.Counts.Received = d.Counts.Sent
+			d.Counts.Total = 2 * d.Counts.Sent
+			d.Connections.Carried = carried(users)
+			docs = append(docs, d)
+		}
+	}
 	for run := 1; run <= 4; run++ {
 		p := platforms[1]
 		p.label = "crashed"
@@ -165,6 +180,18 @@ func TestGoldenFaithful(t *testing.T) {
 	assert.Contains(t, all, "java.net.SocketException: Too many open files")
 	assert.Contains(t, all, "java.lang.OutOfMemoryError: Java heap space")
 	assert.Contains(t, all, "under 90% of the 500 asked (--connect-rate)")
+
+	var pairs *CapacityRow
+	for i, cr := range r.Capacity.Rows {
+		if cr.Kind == KindPrivate {
+			pairs = &r.Capacity.Rows[i]
+		}
+	}
+	require.NotNil(t, pairs, "the private chat sweep")
+	assert.Equal(t, "pairs (private chat)", pairs.Platform)
+	for _, s := range pairs.Steps {
+		assert.InDelta(t, 2, s.OutPerSecond/s.InPerSecond, 0.01, "In:Out 1:2")
+	}
 
 	require.NotNil(t, r.Search)
 	require.Len(t, r.Search.Rows, 1)

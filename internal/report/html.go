@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -574,7 +575,9 @@ func capacityChart(cr CapacityRow) *capChart {
 		c.XTicks = append(c.XTicks, svgTick{Pos: xp(float64(s.Users)), Label: group(s.Users)})
 	}
 	c.XTicks = spaceXTicks(c.XTicks)
-	at := func(s CapacityStep) string { return cr.Platform + " at " + stepName(KindPaced, s.Users) + ": " }
+	at := func(s CapacityStep) string {
+		return cr.Platform + " at " + stepName(cmp.Or(cr.Kind, KindPaced), s.Users) + ": "
+	}
 	series := func(name, color string, legendY float64, pts []float64, yp func(float64) float64, title func(CapacityStep, float64) string) svgSeries {
 		sr := svgSeries{Name: name, Color: color}
 		var line []string

@@ -49,8 +49,10 @@ const (
 const (
 	KindTurns = "turns"
 	KindPaced = "paced"
-	KindChurn = "churn"
-	KindStorm = "storm"
+	// KindPrivate is paced private chat (results.ScenarioPrivate).
+	KindPrivate = "private"
+	KindChurn   = "churn"
+	KindStorm   = "storm"
 )
 
 // Report is what Build computed: every table, ready to render. Tables
@@ -379,8 +381,11 @@ type CapacityTable struct {
 
 // CapacityRow is one platform's paced sweep.
 type CapacityRow struct {
-	Platform string         `json:"platform"`
-	Steps    []CapacityStep `json:"steps"`
+	Platform string `json:"platform"`
+	// Kind is KindPaced (broadcast in rooms) or KindPrivate (private chat
+	// in pairs, the platform named "... (private chat)").
+	Kind  string         `json:"kind"`
+	Steps []CapacityStep `json:"steps"`
 	// Held is the largest step below the first that broke (every step when
 	// none broke): the capacity the sweep shows.
 	Held int64 `json:"held"`

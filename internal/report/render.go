@@ -279,7 +279,7 @@ func capacityHeadline(cr CapacityRow) string {
 // stepCell is a step in a table that mixes kinds: "1,000 users (churn)"
 // for a churn or storm step, else its stepName.
 func stepCell(kind string, step int64) string {
-	if kind == KindChurn || kind == KindStorm {
+	if kind == KindChurn || kind == KindStorm || kind == KindPrivate {
 		return stepName(kind, step) + " (" + kind + ")"
 	}
 	return stepName(kind, step)

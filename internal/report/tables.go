@@ -86,66 +86,74 @@ func gainPercent(a, c int64, added int) float64 {
 	return (r - 1) * 100
 }
 
-// capacity builds the paced capacity table.
+// capacity builds the paced capacity table: the paced (broadcast) sweeps,
+// then the private chat ones.
 func (b *builder) capacity() {
-	steps := b.steps(KindPaced)
-	if len(steps) == 0 {
-		return
-	}
 	t := &CapacityTable{}
-	for _, row := range b.rep.Platforms {
-		cr := CapacityRow{Platform: row}
-		for _, step := range steps {
-			c := b.mainCell(row, KindPaced, step)
-			if c == nil || c.Missing {
-				continue
+	for _, kind := range []string{KindPaced, KindPrivate} {
+		for _, row := range b.rep.Platforms {
+			if cr := b.capacityRow(row, kind); len(cr.Steps) > 0 {
+				t.Rows = append(t.Rows, cr)
 			}
-			counted, _ := b.counted(b.docs[cellKey{row, KindPaced, step, c.CPUs}])
-			cs := CapacityStep{Users: step, Runs: len(counted), causes: c.causes, ClientBound: c.ClientBound}
-			var pause, in, out, cpu []float64
-			for _, d := range counted {
-				cr.SLOSeconds = max(cr.SLOSeconds, d.Config.SLOSeconds)
-				pause = append(pause, d.Config.PauseSeconds)
-				if d.Paced != nil {
-					in = append(in, d.Paced.InPerSecond)
-					out = append(out, d.Paced.OutPerSecond)
-				}
-				if d.Server != nil {
-					cpu = append(cpu, d.Server.CPUPercent)
-				}
-				broken := !d.Passed || d.Interrupted || (d.Paced != nil && d.Paced.Broken)
-				if broken && !cs.Broken {
-					cs.Broken = true
-					if d.Paced != nil && d.Paced.Reason != "" {
-						cs.Reason = d.Paced.Reason
-					} else {
-						cs.Reason = describe(causeOf(d).kind)
-					}
-				}
-			}
-			cs.PauseSeconds, cs.InPerSecond, cs.OutPerSecond = median(pause), median(in), median(out)
-			cs.ServerCPUPercent = -1
-			if len(cpu) > 0 {
-				cs.ServerCPUPercent = median(cpu)
-			}
-			if q, ok := b.percentiles(counted, false, pacedHistograms); ok {
-				cs.P99 = q.p99
-			}
-			if cs.Broken && cr.BrokeAt == 0 {
-				cr.BrokeAt, cr.Reason = step, cs.Reason
-			}
-			if !cs.Broken && cr.BrokeAt == 0 {
-				cr.Held = step
-			}
-			cr.Steps = append(cr.Steps, cs)
-		}
-		if len(cr.Steps) > 0 {
-			t.Rows = append(t.Rows, cr)
 		}
 	}
 	if len(t.Rows) > 0 {
 		b.rep.Capacity = t
 	}
+}
+
+// capacityRow is one platform's sweep of one paced kind; a private chat
+// sweep's platform is named so ("fast (private chat)").
+func (b *builder) capacityRow(row, kind string) CapacityRow {
+	cr := CapacityRow{Platform: row, Kind: kind}
+	if kind == KindPrivate {
+		cr.Platform += " (private chat)"
+	}
+	for _, step := range b.steps(kind) {
+		c := b.mainCell(row, kind, step)
+		if c == nil || c.Missing {
+			continue
+		}
+		counted, _ := b.counted(b.docs[cellKey{row, kind, step, c.CPUs}])
+		cs := CapacityStep{Users: step, Runs: len(counted), causes: c.causes, ClientBound: c.ClientBound}
+		var pause, in, out, cpu []float64
+		for _, d := range counted {
+			cr.SLOSeconds = max(cr.SLOSeconds, d.Config.SLOSeconds)
+			pause = append(pause, d.Config.PauseSeconds)
+			if d.Paced != nil {
+				in = append(in, d.Paced.InPerSecond)
+				out = append(out, d.Paced.OutPerSecond)
+			}
+			if d.Server != nil {
+				cpu = append(cpu, d.Server.CPUPercent)
+			}
+			broken := !d.Passed || d.Interrupted || (d.Paced != nil && d.Paced.Broken)
+			if broken && !cs.Broken {
+				cs.Broken = true
+				if d.Paced != nil && d.Paced.Reason != "" {
+					cs.Reason = d.Paced.Reason
+				} else {
+					cs.Reason = describe(causeOf(d).kind)
+				}
+			}
+		}
+		cs.PauseSeconds, cs.InPerSecond, cs.OutPerSecond = median(pause), median(in), median(out)
+		cs.ServerCPUPercent = -1
+		if len(cpu) > 0 {
+			cs.ServerCPUPercent = median(cpu)
+		}
+		if q, ok := b.percentiles(counted, false, pacedHistograms); ok {
+			cs.P99 = q.p99
+		}
+		if cs.Broken && cr.BrokeAt == 0 {
+			cr.BrokeAt, cr.Reason = step, cs.Reason
+		}
+		if !cs.Broken && cr.BrokeAt == 0 {
+			cr.Held = step
+		}
+		cr.Steps = append(cr.Steps, cs)
+	}
+	return cr
 }
 
 // churn builds the connection-churn table.
@@ -332,9 +340,9 @@ var (
 func (b *builder) latency() {
 	t := &LatencyTable{}
 	for _, row := range b.rep.Platforms {
-		for _, kind := range []string{KindTurns, KindPaced} {
+		for _, kind := range []string{KindTurns, KindPaced, KindPrivate} {
 			names := turnHistograms
-			if kind == KindPaced {
+			if kind != KindTurns {
 				names = pacedHistograms
 			}
 			for _, step := range b.steps(kind) {
@@ -372,7 +380,7 @@ func (b *builder) latency() {
 func (b *builder) cost() {
 	t := &CostTable{}
 	for _, row := range b.rep.Platforms {
-		for _, kind := range []string{KindTurns, KindPaced} {
+		for _, kind := range []string{KindTurns, KindPaced, KindPrivate} {
 			for _, step := range b.steps(kind) {
 				c := b.mainCell(row, kind, step)
 				if c == nil || c.Missing {
@@ -451,7 +459,7 @@ func (b *builder) compare() error {
 	th := benchmath.DefaultThresholds
 	t := &CompareTable{A: a, B: c, Alpha: th.CompareAlpha, Threshold: b.opt.Threshold}
 	powerless := map[[2]int]bool{}
-	for _, kind := range []string{KindTurns, KindPaced, KindChurn, KindStorm} {
+	for _, kind := range []string{KindTurns, KindPaced, KindPrivate, KindChurn, KindStorm} {
 		for _, step := range b.steps(kind) {
 			ca, cb := b.mainCell(a, kind, step), b.mainCell(c, kind, step)
 			if ca == nil || cb == nil {
@@ -775,7 +783,7 @@ func shellJoin(argv []string) string {
 // stepName is "1,500 connections" or "4,000 users" (paced, churn and
 // storm).
 func stepName(kind string, step int64) string {
-	if kind == KindPaced || kind == KindChurn || kind == KindStorm {
+	if kind == KindPaced || kind == KindPrivate || kind == KindChurn || kind == KindStorm {
 		return group(step) + " users"
 	}
 	return group(step) + " connections"
@@ -848,7 +856,7 @@ func (b *builder) footnotes() {
 		for _, r := range t.Rows {
 			for i := range r.Steps {
 				s := &r.Steps[i]
-				s.Notes = cite(s.causes, r.Platform+" at "+stepName(KindPaced, s.Users))
+				s.Notes = cite(s.causes, r.Platform+" at "+stepName(r.Kind, s.Users))
 			}
 		}
 	}

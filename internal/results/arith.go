@@ -27,7 +27,8 @@ func (d *Document) ElapsedMillis() int64 { return int64(math.Floor(d.ElapsedSeco
 // kind with Mark's score.
 func (d *Document) IsTurns() bool {
 	return d.Paced == nil && d.Churn == nil && d.Storm == nil &&
-		d.Config.Scenario != ScenarioPaced && d.Config.Scenario != ScenarioChurn && d.Config.Scenario != ScenarioStorm
+		d.Config.Scenario != ScenarioPaced && d.Config.Scenario != ScenarioChurn && d.Config.Scenario != ScenarioStorm &&
+		d.Config.Scenario != ScenarioPrivate
 }
 
 // Derive fills what follows from a document's counts, elapsed time and

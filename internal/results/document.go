@@ -135,6 +135,11 @@ const (
 	ScenarioPaced = "paced" // open loop, one message per user every pause
 	ScenarioChurn = "churn" // connect, enter, chat, exit, close, repeated
 	ScenarioStorm = "storm" // paced, with users dropping at once and reconnecting
+	// ScenarioPrivate: paced private chat, the game-server vendor's test:
+	// the users of a room in pairs, each pair in a private session, each
+	// user sending its partner a private chat every pause, which the
+	// partner echoes back (In:Out 1:2).
+	ScenarioPrivate = "private"
 )
 
 // Config is the run's configuration as the client understood it.
@@ -231,6 +236,10 @@ const (
 	// LatencyReconnect: storm, from a user's drop to its EnterRoom
 	// confirm on its new connection.
 	LatencyReconnect = "reconnect"
+	// LatencyResponse: private chat, from the send of a chat to the
+	// arrival of its partner's echo of it (a round trip through the
+	// server, twice).
+	LatencyResponse = "response"
 	// LatencyFanoutFirst and LatencyFanoutLast: one value per broadcast,
 	// from the send of a chat to its arrival at the first and at the last
 	// of the other users of its room; LatencyFanoutSpread is the time

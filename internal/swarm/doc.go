@@ -89,6 +89,15 @@
 // the client's CPU (getrusage) and peak RSS over the timed phase, and the
 // kernel's TCP counters over it.
 //
+// # Private chat
+//
+// Spec.Scenario results.ScenarioPrivate is the game-server vendor's
+// private-message test (private.go): the users of a room in pairs, each
+// pair in a private session opened with EnterPrivate in the set-up, each
+// user sending its partner a private chat every pause on the paced
+// schedule and echoing its partner's back (In:Out 1:2), with the paced
+// ledger and latency, and the echo's round trip.
+//
 // # Connection churn
 //
 // Spec.Scenario results.ScenarioChurn replaces the chat phase: every user

@@ -414,7 +414,7 @@ func (rs *runState) integrity(ranToEnd bool) *results.Integrity {
 				// except in a room that had stalled for the stall
 				// timeout: what it misses then is lost if a later chat
 				// overtook it (stallLimit), in flight otherwise.
-				if s == u || !(ranToEnd || r.stalled) {
+				if !u.expects(s) || !(ranToEnd || r.stalled) {
 					continue
 				}
 				if u.storm != nil {
@@ -454,4 +454,13 @@ func (rs *runState) integrity(ranToEnd bool) *results.Integrity {
 		rs.failures.AddN(results.FailLost, fmt.Sprintf("%d chats lost: %s", g.Lost, lostExample), time.Now(), g.Lost)
 	}
 	return g
+}
+
+// expects reports whether u receives the chats of s: every other user of
+// its room, or in private chat its partner's and the echoes of its own.
+func (u *user) expects(s *user) bool {
+	if p := u.priv; p != nil {
+		return s == p.partner || s == u
+	}
+	return s != u
 }

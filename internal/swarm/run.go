@@ -232,6 +232,9 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 	}()
 	rs.enter(obs, PhaseSetup)
 	err = rs.setup(ctx)
+	if err == nil && spec.Scenario == results.ScenarioPrivate {
+		err = rs.openPrivate(ctx)
+	}
 	close(setupDone)
 	setupEnd := time.Now()
 	doc.SetupSeconds = setupEnd.Sub(doc.Started).Seconds()
@@ -540,6 +543,9 @@ func (rs *runState) drained() bool {
 	if rs.stormRun != nil {
 		return rs.stormDrained()
 	}
+	if rs.spec.Scenario == results.ScenarioPrivate {
+		return rs.privateDrained()
+	}
 	for _, r := range rs.rooms {
 		var sent int64
 		for _, u := range r.users {
@@ -564,6 +570,9 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 				u.sent = u.sentA.Load()
 			}
 			c.Sent += u.sent
+			if u.priv != nil {
+				c.Sent += u.priv.echoes
+			}
 			c.Received += u.received
 			c.Confirms += u.confirms
 		}

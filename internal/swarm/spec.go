@@ -291,8 +291,17 @@ func (s *Spec) normalize(t Target) error {
 		if s.Pause > 0 {
 			return cfgErr("churn: pause does not apply")
 		}
+	case results.ScenarioPrivate:
+		switch {
+		case s.Pause <= 0:
+			return cfgErr("private: private chat is paced: give a pause")
+		case s.Users%2 != 0:
+			return cfgErr("private: users chat in pairs: give an even number of users per room (%d)", s.Users)
+		case t.Transport != TransportTCP && t.Transport != TransportWS:
+			return cfgErr("private: private sessions are the VOLANO protocol's: not with a broker")
+		}
 	default:
-		return cfgErr("scenario %q is not turns, paced, churn or storm", s.Scenario)
+		return cfgErr("scenario %q is not turns, paced, private, churn or storm", s.Scenario)
 	}
 	switch {
 	case len(s.Rooms) == 0:
@@ -327,6 +336,8 @@ func (s *Spec) normalize(t Target) error {
 			return cfgErr("engine epoll: turns and paced only (a storm's users reconnect in the timed phase, which the loops do not do: it runs on goroutines)")
 		case s.Scenario == results.ScenarioChurn:
 			return cfgErr("engine epoll: turns and paced only (churn connects and closes users all the time, which the loops do not do: it runs on goroutines)")
+		case s.Scenario == results.ScenarioPrivate:
+			return cfgErr("engine epoll: turns and paced only (private chat echoes each chat it reads, which the loops do not do: it runs on goroutines)")
 		case t.Transport != TransportTCP:
 			return cfgErr("engine epoll: TCP only (WebSocket and brokers run on goroutines)")
 		}
@@ -364,5 +375,5 @@ func (s *Spec) normalize(t Target) error {
 
 // paced reports whether the spec is a paced run (a storm is one).
 func (s *Spec) paced() bool {
-	return s.Scenario == results.ScenarioPaced || s.Scenario == results.ScenarioStorm
+	return s.Scenario == results.ScenarioPaced || s.Scenario == results.ScenarioStorm || s.Scenario == results.ScenarioPrivate
 }

@@ -145,6 +145,11 @@ func sleepUntilNano(ctx context.Context, at int64, abort, stop <-chan struct{}) 
 
 // write sends pkt on the user's connection, which a storm may swap.
 func (u *user) write(pkt []byte) error {
+	if p := u.priv; p != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return u.l.write(pkt)
+	}
 	if u.storm == nil {
 		return u.l.write(pkt)
 	}

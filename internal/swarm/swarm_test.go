@@ -74,7 +74,7 @@ func TestSpecErrors(t *testing.T) {
 		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: "udp"}, `transport "udp" is not tcp, ws, nats, redis or mqtt`},
 		{Spec{Rooms: []int{1}, Count: 1}, Target{Transport: TransportWS, URL: "http://x"}, `"http://x" is not a ws:// or wss:// URL`},
 		{Spec{Rooms: []int{1}, Count: 1, Bind: []string{"nope"}}, tcp, `"nope" is not an address`},
-		{Spec{Rooms: []int{1}, Count: 1, Scenario: "hurricane"}, tcp, `scenario "hurricane" is not turns, paced, churn or storm`},
+		{Spec{Rooms: []int{1}, Count: 1, Scenario: "hurricane"}, tcp, `scenario "hurricane" is not turns, paced, private, churn or storm`},
 		{Spec{Rooms: []int{1}, Count: 1, Scenario: results.ScenarioStorm}, tcp, "storm: a storm is a paced run: give a pause"},
 		{Spec{Rooms: []int{1}, Count: 10, Pause: time.Second, Scenario: results.ScenarioStorm, StormAt: time.Minute}, tcp, "storm: at 1m0s, the run is over (it lasts 10s)"},
 		{Spec{Rooms: []int{1}, Count: 10, Pause: time.Second, Scenario: results.ScenarioStorm, StormShare: 2}, tcp, "storm: the share of users must be between 0 and 1 (2)"},

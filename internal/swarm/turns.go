@@ -429,6 +429,9 @@ func (u *user) pacedFrame(f protocol.Frame) (done bool, err error) {
 				return false, u.failIO("read", err)
 			}
 		}
+		if u.priv != nil && f.Type == protocol.Indication && v.RoomID == u.priv.id {
+			return false, u.privateChat(v, nanotime())
+		}
 		if f.Type != protocol.Indication || v.RoomID != 0 {
 			u.outsidePacket(f)
 			return false, nil
@@ -485,6 +488,9 @@ func (u *user) pacedFrame(f protocol.Frame) (done bool, err error) {
 			u.roomNews(f)
 		}
 	default:
+		if u.priv != nil && u.priv.ended(f) {
+			break
+		}
 		if err := u.other(f); err != nil {
 			return false, err
 		}

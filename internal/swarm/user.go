@@ -24,12 +24,13 @@ const (
 	kFanFirst
 	kFanLast
 	kFanSpread
+	kResponse
 	nKinds
 )
 
 // kindNames are the document's names of the latency kinds.
 var kindNames = [nKinds]string{results.LatencyDelivery, results.LatencyTurn, results.LatencyDeliveryScheduled,
-	results.LatencyFanoutFirst, results.LatencyFanoutLast, results.LatencyFanoutSpread}
+	results.LatencyFanoutFirst, results.LatencyFanoutLast, results.LatencyFanoutSpread, results.LatencyResponse}
 
 // histShard holds histograms that users flush their buffered values into,
 // under a lock taken once per batch (hdrhistogram is not concurrency-safe).
@@ -174,6 +175,8 @@ type user struct {
 	sentIn, readIn int64
 	// storm is the user's part of a storm (nil in other runs).
 	storm *stormUser
+	// priv is the user's private session (private chat runs only).
+	priv *privateUser
 
 	// Past 480 bytes, so that the allocator aligns users to cache lines
 	// (TestHotLines).
