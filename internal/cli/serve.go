@@ -35,6 +35,7 @@ type serveOptions struct {
 	maxPacket                       int
 	maxPrivate, maxRooms            int
 	roomListMax, requestRate        int
+	chatRate, maxConnRooms          int
 	wsOrigins                       []string
 	logLevel                        string
 	engine                          string
@@ -61,11 +62,14 @@ Defaults that protect (0 turns a timeout or limit off): a connection must
 deliver its Access within --access-timeout (10s); a client silent for
 --idle-timeout (10m, the original's shipped server.timeout) gets a Ping and is
 closed one more timeout later; at most --max-private private sessions opened
-per connection (32) and --max-rooms dynamic rooms (20000); room lists carry at
-most --room-list-max names (100) and 16 KiB; requests other than chats are
-paced to --request-rate (1000 a second) per connection. Closes for bad
-input, floods and limits are logged at warn level, one line per reason per
-10 seconds with a count.
+per connection (32) and --max-rooms dynamic rooms (20000); one connection
+may be in at most --max-conn-rooms rooms (32); room lists carry at most
+--room-list-max names (100) and 16 KiB; requests other than chats are paced
+to --request-rate (1000 a second) per connection, chats to --chat-rate
+(10000 a second); a connection that sends more than 16 chats to rooms it is
+not in is closed (they are dropped, as the original drops them). Closes for
+bad input, floods and limits are logged at warn level, one line per reason
+per 10 seconds with a count.
 
 Engines (--engine): goroutine (the default) serves each TCP connection with
 its own goroutine; epoll (Linux) serves them from a few event loops
@@ -140,6 +144,8 @@ ends it at once.`,
 	f.IntVar(&o.maxPrivate, "max-private", server.DefaultMaxPrivate, "most private sessions one connection may have opened and not closed (0: no limit)")
 	f.IntVar(&o.maxRooms, "max-rooms", server.DefaultMaxRooms, "most dynamic rooms; past it an Access is accepted but its room not created (0: no limit)")
 	f.IntVar(&o.requestRate, "request-rate", server.DefaultRequestRate, "requests other than chats one connection may make per second, with a burst of as many; faster ones wait (0: no pacing)")
+	f.IntVar(&o.chatRate, "chat-rate", server.DefaultChatRate, "chats one connection may send per second, with a burst of as many; faster ones wait (0: no pacing)")
+	f.IntVar(&o.maxConnRooms, "max-conn-rooms", server.DefaultMaxConnRooms, "most rooms one connection may be in at once; past it EnterRoom is answered ROOM_FULL (0: no limit)")
 	f.IntVar(&o.roomListMax, "room-list-max", server.DefaultRoomListMax, "most room names in an Access or RoomList confirm (which also stops at 16 KiB)")
 	f.StringArrayVar(&o.wsOrigins, "ws-origin", nil, "Origin a browser may open a WebSocket from (repeatable; * allows any; default: same host only)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -177,7 +183,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		HandshakeTimeout: offIfZero(o.handshakeTimeout), DrainTimeout: offIfZero(o.drainTimeout),
 		SendBuffer: offIfZero(o.sendBuffer), SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: offIfZero(o.maxPacket),
 		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: offIfZero(o.roomListMax),
-		RequestRate: offIfZero(o.requestRate), Engine: o.engine, Loops: o.loops, LoopFill: o.loopFill, Coalesce: o.coalesce, Logger: logger,
+		RequestRate: offIfZero(o.requestRate), ChatRate: offIfZero(o.chatRate), MaxConnRooms: offIfZero(o.maxConnRooms), Engine: o.engine, Loops: o.loops, LoopFill: o.loopFill, Coalesce: o.coalesce, Logger: logger,
 	})
 	if err != nil {
 		return &UsageError{Err: serveFlagError(err)}
@@ -219,7 +225,8 @@ var serveFlags = map[string]string{
 	"RoomLimit": "room-limit", "MaxName": "max-name", "MaxRoomName": "max-room-name", "MaxProfile": "max-profile",
 	"MaxText": "max-text", "SendBuffer": "send-buffer", "MaxPacket": "max-packet", "RoomListMax": "room-list-max",
 	"MaxPrivate": "max-private", "MaxRooms": "max-rooms", "SocketSendBuffer": "socket-send-buffer",
-	"RequestRate": "request-rate", "MaxConnections": "max-connections", "Loops": "loops", "LoopFill": "loop-fill",
+	"RequestRate": "request-rate", "ChatRate": "chat-rate", "MaxConnRooms": "max-conn-rooms",
+	"MaxConnections": "max-connections", "Loops": "loops", "LoopFill": "loop-fill",
 	"AccessTimeout": "access-timeout", "IdleTimeout": "idle-timeout", "HandshakeTimeout": "handshake-timeout",
 	"DrainTimeout": "drain-timeout", "Engine": "engine", "Coalesce": "coalesce",
 }

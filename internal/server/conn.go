@@ -68,6 +68,7 @@ type conn struct {
 	guestOf    *room
 	strikes    int
 	sinceYield int       // packets handled since the goroutine last yielded
+	share      share     // its chat rate and stray chats (share.go): beside sinceYield, which a chat touches too
 	tokens     float64   // requests (other than chats) it may make now
 	lastReq    time.Time // when tokens was last topped up
 	throttled  int       // times it was slowed down
@@ -369,6 +370,8 @@ func (c *conn) serve() {
 		c.received(f)
 		if f.ID != protocol.IDChat {
 			c.throttle()
+		} else {
+			c.paceChat()
 		}
 		c.handle(f)
 		if c.paceRoom {

@@ -220,6 +220,12 @@ func (s *Server) enterRoom(c *conn, p *protocol.EnterRoom) {
 		r.mu.Unlock()
 		c.close(ReasonBadRequest)
 		return
+	case c.roomsFull():
+		// past its share of the rooms: as if this one were full
+		r.mu.Unlock()
+		s.refuseRequest(c, ReasonMaxConnRooms)
+		refuse(protocol.EnterRoomFull)
+		return
 	case len(r.members) >= s.cfg.RoomLimit:
 		r.mu.Unlock()
 		refuse(protocol.EnterRoomFull)
@@ -304,7 +310,8 @@ func (c *conn) handleChat(body []byte) {
 	}
 	m := c.memberOf(v.RoomName)
 	if m == nil {
-		return // not in that room: dropped, as the original does
+		c.strayChat() // not in that room: dropped, as the original does
+		return
 	}
 	r := m.r
 	r.mu.Lock()
@@ -524,10 +531,15 @@ func (s *Server) privateChat(c *conn, v protocol.ChatView, text []byte) {
 	sess := s.privates[v.RoomID]
 	s.privMu.Unlock()
 	if sess == nil {
+		c.strayChat() // no such session: dropped, as the original does
 		return
 	}
 	other, name, ok := sess.other(c)
-	if !ok || other == c {
+	if !ok {
+		c.strayChat() // not its session
+		return
+	}
+	if other == c {
 		return
 	}
 	b := protocol.AppendHeader(nil, protocol.IDChat, protocol.Indication)

@@ -39,6 +39,9 @@ const (
 	// ReasonHandshakeTimeout: a WebSocket upgrade request not complete
 	// within --handshake-timeout (never counted as accepted).
 	ReasonHandshakeTimeout = "handshake_timeout"
+	// ReasonNotInRoom: more than maxStrays chats to rooms (or private
+	// sessions) the connection was not in.
+	ReasonNotInRoom = "not_in_room"
 
 	ReasonMaxConns  = "max_connections" // refused at accept: --max-connections
 	ReasonOpenFiles = "open_files"      // refused at accept: out of descriptors
@@ -50,11 +53,18 @@ const (
 	// faster than --request-rate was slowed down (counted once per
 	// connection; nothing is refused).
 	ReasonThrottled = "throttled"
+	// ReasonChatRate: a connection whose chats came faster than
+	// --chat-rate was slowed down (counted once per connection).
+	ReasonChatRate = "chat_rate"
+	// ReasonMaxConnRooms: an EnterRoom past --max-conn-rooms (answered
+	// ROOM_FULL).
+	ReasonMaxConnRooms = "max_conn_rooms"
 )
 
 var closeReasons = []string{ReasonEOF, ReasonReadError, ReasonWriteError, ReasonProtocol, ReasonTooLarge,
 	ReasonFirstPacket, ReasonSecondAccess, ReasonAccessDenied, ReasonTooLong, ReasonBadRequest,
-	ReasonNotAllowed, ReasonSlowConsumer, ReasonIdle, ReasonShutdown, ReasonAccessTimeout, ReasonHandshakeTimeout}
+	ReasonNotAllowed, ReasonSlowConsumer, ReasonIdle, ReasonShutdown, ReasonAccessTimeout, ReasonHandshakeTimeout,
+	ReasonNotInRoom}
 
 // packetIndex maps a packet id to a slot of the per-packet counters; slot 0
 // is "unknown".
@@ -99,6 +109,7 @@ type counters struct {
 	chats                 atomic.Uint64
 	deliveries            atomic.Uint64
 	privateChats          atomic.Uint64
+	strays                atomic.Uint64
 }
 
 func newCounters() *counters {
@@ -114,7 +125,7 @@ func newCounters() *counters {
 	for _, r := range []string{ReasonMaxConns, ReasonOpenFiles} {
 		c.refused[r] = new(atomic.Uint64)
 	}
-	for _, r := range []string{ReasonMaxRooms, ReasonMaxPrivate, ReasonThrottled} {
+	for _, r := range []string{ReasonMaxRooms, ReasonMaxPrivate, ReasonThrottled, ReasonChatRate, ReasonMaxConnRooms} {
 		c.requestsRefused[r] = new(atomic.Uint64)
 	}
 	for _, k := range []string{"emfile", "enfile", "other"} {
@@ -151,6 +162,7 @@ var (
 	descChats        = prometheus.NewDesc("volanogo_chats_total", "Public chat messages accepted and relayed.", nil, nil)
 	descDeliveries   = prometheus.NewDesc("volanogo_chat_deliveries_total", "Chat indications queued to receivers.", nil, nil)
 	descPrivate      = prometheus.NewDesc("volanogo_private_chats_total", "Private chat messages relayed.", nil, nil)
+	descStrays       = prometheus.NewDesc("volanogo_chats_dropped_total", "Chats dropped because their sender was not in the room or private session they named.", nil, nil)
 	descSlow         = prometheus.NewDesc("volanogo_slow_consumer_closes_total", "Connections closed because their outgoing bytes passed the send buffer.", nil, nil)
 	// descInfo is an info series (always 1): the engine serving the TCP
 	// connections and the build, so that a client comparing engines can
@@ -253,7 +265,7 @@ type collector struct {
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descReqRefused, descAcceptErrors,
 		descRooms, descUsers, descPacketsIn, descPacketsOut, descBytesIn, descBytesOut, descChats,
-		descDeliveries, descPrivate, descSlow, descInfo, descCoalesce, descLoopConns, descEnv, descGCPause} {
+		descDeliveries, descPrivate, descStrays, descSlow, descInfo, descCoalesce, descLoopConns, descEnv, descGCPause} {
 		ch <- d
 	}
 }
@@ -294,6 +306,7 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descChats, c.chats.Load())
 	counter(descDeliveries, c.deliveries.Load())
 	counter(descPrivate, c.privateChats.Load())
+	counter(descStrays, c.strays.Load())
 	counter(descSlow, c.closed[ReasonSlowConsumer].Load())
 	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, k.engine(), k.version)
 	ch <- prometheus.MustNewConstMetric(descCoalesce, prometheus.GaugeValue, k.coalesce.Seconds())

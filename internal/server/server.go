@@ -125,6 +125,15 @@ const (
 	// DefaultRequestRate paces one connection's requests other than chats
 	// (per second, with a burst of as many): a user makes a few a minute.
 	DefaultRequestRate = 1000
+	// DefaultChatRate paces one connection's chats (per second, with a
+	// burst of as many). The benchmark's busiest user sends far fewer:
+	// README, "Defaults that protect", has the measurements.
+	DefaultChatRate = 10000
+	// DefaultMaxConnRooms is the most rooms one connection may be in at
+	// once: each room a connection is in stays while it does, so one
+	// connection could otherwise hold every dynamic room (--max-rooms).
+	// VolanoMark's users are in one room each; a person in a few.
+	DefaultMaxConnRooms = 32
 	// DefaultDrainTimeout bounds a graceful shutdown.
 	DefaultDrainTimeout = 10 * time.Second
 )
@@ -187,6 +196,13 @@ type Config struct {
 	// second, with a burst of as many (default DefaultRequestRate; Off: no
 	// pacing).
 	RequestRate int
+	// ChatRate paces each connection's chats, per second, with a burst of
+	// as many (default DefaultChatRate; Off: no pacing).
+	ChatRate int
+	// MaxConnRooms is the most rooms one connection may be in at once;
+	// an EnterRoom past it is answered ROOM_FULL (default
+	// DefaultMaxConnRooms; Off: no limit).
+	MaxConnRooms int
 	// DrainTimeout bounds Drain (default DefaultDrainTimeout).
 	DrainTimeout time.Duration
 	// LogInterval is the period of the warnings about closed connections:
@@ -258,6 +274,8 @@ func (c *Config) setDefaults() {
 	defaultInt(&c.MaxRooms, DefaultMaxRooms)
 	defaultInt(&c.RoomListMax, DefaultRoomListMax)
 	defaultInt(&c.RequestRate, DefaultRequestRate)
+	defaultInt(&c.ChatRate, DefaultChatRate)
+	defaultInt(&c.MaxConnRooms, DefaultMaxConnRooms)
 	defaultDuration(&c.AccessTimeout, DefaultAccessTimeout)
 	defaultDuration(&c.IdleTimeout, DefaultIdleTimeout)
 	defaultDuration(&c.HandshakeTimeout, DefaultHandshakeTimeout)
@@ -306,7 +324,7 @@ func (c *Config) check() error {
 		field string
 		v     int
 	}{{"MaxPrivate", c.MaxPrivate}, {"MaxRooms", c.MaxRooms}, {"SocketSendBuffer", c.SocketSendBuffer},
-		{"RequestRate", c.RequestRate}} {
+		{"RequestRate", c.RequestRate}, {"ChatRate", c.ChatRate}, {"MaxConnRooms", c.MaxConnRooms}} {
 		if v.v < Off {
 			return &ConfigError{v.field, v.v, "must not be negative"}
 		}

@@ -163,7 +163,7 @@ func testNoStallManyRooms(t *testing.T, engine string) {
 	for i := range rooms {
 		rooms[i] = "R" + strconv.Itoa(i)
 	}
-	s := startServer(t, Config{Engine: engine, Rooms: rooms, RequestRate: Off})
+	s := startServer(t, Config{Engine: engine, Rooms: rooms, RequestRate: Off, MaxConnRooms: Off})
 	att := dial(t, s)
 	att.access("")
 	for _, r := range rooms[:5000] {

@@ -180,6 +180,8 @@ func (c *conn) serveWS() {
 		c.s.counters.in(p.PacketID(), len(msg))
 		if p.PacketID() != protocol.IDChat {
 			c.throttle()
+		} else {
+			c.paceChat()
 		}
 		if p.PacketID() == protocol.IDChat && c.accessed {
 			c.handleChat(msg[6:])

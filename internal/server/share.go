@@ -1,0 +1,91 @@
+package server
+
+import (
+	"time"
+)
+
+// share is what one connection has used of its fair share of chats: its
+// chat rate (a generic cell rate algorithm: tat is when its bucket would
+// be empty, on the clock of epoch) and its chats to rooms it is not in.
+// Owned by the connection's reader (its goroutine, or its event loop).
+type share struct {
+	tat    int64  // nanoseconds since epoch
+	chats  uint16 // chats since the clock was last read
+	strays uint16 // chats to rooms it was not in
+	paced  bool   // counted once as paced (volanogo_requests_refused_total)
+}
+
+// epoch is the chat rates' clock: monotonic, whatever the wall clock does.
+var epoch = time.Now()
+
+// chatBatch is how many chats go between two readings of the clock, each
+// charging that many: reading it costs about 100 ns on a virtual machine,
+// a few percent of a chat's relay.
+const chatBatch = 16
+
+// maxStrays is how many chats to rooms it is not in a connection may
+// send; the next closes it (ReasonNotInRoom). They are dropped without a
+// reply, as the original drops them (a client racing its own ExitRoom
+// may send one or two), but each costs a parse: a flood of them from a
+// connection that is in no room would cost the server far more than its
+// sender.
+const maxStrays = 16
+
+// chatDelay charges one chat read from c to its chat rate and says how
+// long c must wait before that chat is handled (0: at once). The caller
+// then holds the chat and reads nothing more from c for that long, and
+// handles the chat without asking again: it has been charged. The
+// goroutine engine sleeps (TCP's flow control slows the client down);
+// an event loop pauses the connection. Call it for every chat, before
+// handling it, on the connection's reader.
+func (c *conn) chatDelay() time.Duration {
+	rate := c.s.cfg.ChatRate
+	if rate <= 0 {
+		return 0
+	}
+	c.share.chats++
+	if c.share.chats < chatBatch {
+		return 0
+	}
+	n := int64(c.share.chats)
+	c.share.chats = 0
+	now := int64(time.Since(epoch))
+	interval := int64(time.Second) / int64(rate)
+	tat := max(c.share.tat, now) + n*interval
+	c.share.tat = tat
+	// a burst of one second's worth of chats passes unpaced
+	wait := time.Duration(tat - now - int64(time.Second))
+	if wait <= 0 {
+		return 0
+	}
+	if !c.share.paced {
+		c.share.paced = true
+		c.s.refuseRequest(c, ReasonChatRate)
+	}
+	return wait
+}
+
+// paceChat is the goroutine engine's (and WebSocket's) use of chatDelay:
+// it sleeps for the delay.
+func (c *conn) paceChat() {
+	if d := c.chatDelay(); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// strayChat counts a chat to a room c is not in, which is dropped; past
+// maxStrays it closes c as a protocol violation of its own reason.
+func (c *conn) strayChat() {
+	c.s.counters.strays.Add(1)
+	if c.share.strays++; c.share.strays > maxStrays {
+		c.close(ReasonNotInRoom)
+	}
+}
+
+// roomsFull tells whether c is in as many rooms as one connection may be
+// (Config.MaxConnRooms): its share of the rooms a server holds, since each
+// room a connection is in stays while it does.
+func (c *conn) roomsFull() bool {
+	max := c.s.cfg.MaxConnRooms
+	return max > 0 && len(c.members) >= max
+}

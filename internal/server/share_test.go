@@ -1,0 +1,205 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
+)
+
+// TestConnRoomsShare: one connection enters rooms that others create and
+// leave (the shape of the attack that took every dynamic room): it holds
+// at most its share (the default --max-conn-rooms), the rest are answered
+// ROOM_FULL and vanish with their creators, and a new user can still
+// create a room and enter it.
+func TestConnRoomsShare(t *testing.T) { forEngines(t, testConnRoomsShare) }
+
+func testConnRoomsShare(t *testing.T, engine string) {
+	const maxRooms = DefaultMaxConnRooms + 8
+	s := startServer(t, Config{Engine: engine, MaxRooms: maxRooms})
+	hoarder := dial(t, s)
+	hoarder.access("")
+	entered, full := 0, 0
+	for i := range maxRooms {
+		room := fmt.Sprintf("Hoard%d", i)
+		creator := dial(t, s)
+		creator.access(room)
+		switch e := hoarder.enter(room, "hoarder"); e.Result {
+		case protocol.EnterOK:
+			entered++
+		case protocol.EnterRoomFull:
+			full++
+		default:
+			t.Fatalf("room %d: result %d", i, e.Result)
+		}
+		creator.c.Close()
+	}
+	assert.Equal(t, DefaultMaxConnRooms, entered, "rooms entered by one connection")
+	assert.Equal(t, 8, full)
+	assert.Equal(t, uint64(8), s.counters.requestsRefused[ReasonMaxConnRooms].Load())
+	waitFor(t, "the rooms nobody holds removed", func() bool {
+		return s.counters.rooms.Load() == int64(DefaultMaxConnRooms)
+	})
+
+	// after the attack a new user creates a room
+	u := dial(t, s)
+	u.access("AfterTheHoard")
+	assert.Equal(t, protocol.EnterOK, u.enter("AfterTheHoard", "newcomer").Result)
+	assert.Zero(t, s.counters.requestsRefused[ReasonMaxRooms].Load())
+}
+
+// TestConnRoomsOff: --max-conn-rooms 0 (Off) lets a connection into any
+// number of rooms.
+func TestConnRoomsOff(t *testing.T) {
+	s := startServer(t, Config{MaxConnRooms: Off, Rooms: []string{"A", "B", "C"}, RoomLimit: 5})
+	c := dial(t, s)
+	c.access("")
+	for _, r := range []string{"A", "B", "C"} {
+		assert.Equal(t, protocol.EnterOK, c.enter(r, "u").Result)
+	}
+	s2 := startServer(t, Config{MaxConnRooms: 2, Rooms: []string{"A", "B", "C"}})
+	c = dial(t, s2)
+	c.access("")
+	assert.Equal(t, protocol.EnterOK, c.enter("A", "u").Result)
+	assert.Equal(t, protocol.EnterOK, c.enter("B", "u").Result)
+	assert.Equal(t, protocol.EnterRoomFull, c.enter("C", "u").Result)
+	c.send(&protocol.ExitRoom{Type: protocol.Request, RoomName: "A", UserName: "u"})
+	assert.Equal(t, protocol.EnterOK, c.enter("C", "u").Result, "a room left makes way for another")
+}
+
+// TestStrayChats: chats to a room the sender is not in, or to a private
+// session it is not in, are dropped without a reply, as the original
+// drops them, and counted; past maxStrays the connection is closed
+// (not_in_room), so that a flood of them costs the server one parse each
+// of at most 17 chats.
+func TestStrayChats(t *testing.T) { forEngines(t, testStrayChats) }
+
+func testStrayChats(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, Rooms: []string{"Elsewhere"}})
+	member := dial(t, s)
+	member.access("")
+	member.enter("Elsewhere", "member")
+
+	c := dial(t, s)
+	c.access("")
+	for i := range maxStrays {
+		if i%2 == 0 {
+			c.send(chat("Elsewhere", "stray", "hello?"))
+		} else {
+			c.send(&protocol.Chat{Type: protocol.Request, RoomID: 12345, UserName: "stray", Text: "private?"})
+		}
+	}
+	// still open: a request after them is answered
+	c.send(&protocol.UserList{Type: protocol.Request, RoomName: "Elsewhere"})
+	assert.Equal(t, protocol.UserListOK, c.expect().(*protocol.UserList).Result)
+	assert.Equal(t, uint64(maxStrays), s.counters.strays.Load())
+
+	c.send(chat("Elsewhere", "stray", "one too many"))
+	c.expectClosed()
+	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
+	assert.Equal(t, uint64(maxStrays+1), s.counters.strays.Load())
+	member.expectNothing(50 * time.Millisecond)
+}
+
+// TestStrayFlood: a connection that writes thousands of chats to a room it
+// is not in at once is closed after the first few; the rest are never
+// parsed.
+func TestStrayFlood(t *testing.T) {
+	s := startServer(t, Config{Rooms: []string{"Elsewhere"}})
+	c := dial(t, s)
+	c.access("")
+	b, err := chat("Elsewhere", "stray", "flood").AppendPacket(nil)
+	require.NoError(t, err)
+	var batch []byte
+	for range 2000 {
+		batch = append(batch, b...)
+	}
+	_ = c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = c.c.Write(batch) // the server may close before it has all of it
+	c.expectClosed()
+	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
+	assert.Equal(t, uint64(maxStrays+1), s.counters.strays.Load(), "chats parsed")
+}
+
+// TestChatDelay: chatDelay lets a burst of one second's chats through,
+// then spaces the rest at the rate: the delays it asks for add up to the
+// time the chats past the burst take at the rate. (No sleeping: the calls
+// come faster than any rate, and the delays are summed.)
+func TestChatDelay(t *testing.T) {
+	s, err := New(Config{ChatRate: 1000})
+	require.NoError(t, err)
+	defer s.warn.stop()
+	c := &conn{s: s}
+	var total time.Duration
+	first := -1
+	start := time.Now()
+	const chats = 3200
+	for i := range chats {
+		if d := c.chatDelay(); d > 0 {
+			if first < 0 {
+				first = i
+			}
+			total += d
+			// as if it waited: the chats after come d later
+			c.share.tat -= int64(d)
+		}
+	}
+	elapsed := time.Since(start)
+	require.Less(t, elapsed, 100*time.Millisecond, "the calls must be much faster than the rate")
+	assert.GreaterOrEqual(t, first, 1000-chatBatch, "the burst passes")
+	assert.LessOrEqual(t, first, 1000+chatBatch)
+	want := time.Duration(chats-1000) * time.Millisecond
+	assert.InDelta(t, want.Seconds(), (total + elapsed).Seconds(), 0.05, "delays %v for %d chats past the burst", total, chats-1000)
+	assert.Equal(t, uint64(1), s.counters.requestsRefused[ReasonChatRate].Load(), "counted once per connection")
+
+	off, err := New(Config{ChatRate: Off})
+	require.NoError(t, err)
+	defer off.warn.stop()
+	c = &conn{s: off}
+	for range chats {
+		require.Zero(t, c.chatDelay())
+	}
+}
+
+// TestChatRatePaces: a member that pipelines chats faster than
+// --chat-rate is slowed down (its confirms come at the rate after the
+// burst), not closed; its room gets every chat.
+func TestChatRatePaces(t *testing.T) { forEngines(t, testChatRatePaces) }
+
+func testChatRatePaces(t *testing.T, engine string) {
+	if engine != EngineGoroutine {
+		t.Skip("the event loops call chatDelay once the lead wires it")
+	}
+	const rate, chats = 400, 1000
+	s := startServer(t, Config{Engine: engine, ChatRate: rate})
+	a := dial(t, s)
+	a.access("Paced")
+	a.enter("Paced", "a")
+	b := dial(t, s)
+	b.access("Paced")
+	b.enter("Paced", "b")
+	a.expect() // b's entry
+	one, err := chat("Paced", "a", "fast").AppendPacket(nil)
+	require.NoError(t, err)
+	var batch []byte
+	for range chats {
+		batch = append(batch, one...)
+	}
+	start := time.Now()
+	a.sendRaw(batch)
+	for range chats {
+		_, err := b.next(10 * time.Second)
+		require.NoError(t, err)
+		_, err = a.next(10 * time.Second)
+		require.NoError(t, err)
+	}
+	took := time.Since(start)
+	// a burst of rate chats, the rest at the rate
+	assert.GreaterOrEqual(t, took, time.Duration(chats-rate-chatBatch)*time.Second/rate, "paced")
+	assert.Equal(t, uint64(1), s.counters.requestsRefused[ReasonChatRate].Load())
+	assert.Zero(t, s.counters.closed[ReasonSlowConsumer].Load())
+}
