@@ -67,7 +67,9 @@ func (c *conn) handlePacket(p protocol.Packet) {
 				return
 			}
 		}
-		c.reply(&protocol.RoomList{Type: protocol.Confirm, Filter: p.Filter, Rooms: s.roomNames(p.Filter)})
+		names, searched := s.roomNames(p.Filter)
+		c.reply(&protocol.RoomList{Type: protocol.Confirm, Filter: p.Filter, Rooms: names})
+		c.chargeSearch(searched)
 	case *protocol.UserList:
 		s.userList(c, p)
 	case *protocol.Whisper:
@@ -152,7 +154,7 @@ func (c *conn) handleAccess(a *protocol.Access, pw *protocol.PasswordAccess) {
 				s.refuseRequest(c, ReasonMaxRooms)
 			}
 		}
-		rooms = s.roomNames("")
+		rooms, _ = s.roomNames("")
 	}
 	conf := protocol.Access{Type: protocol.Confirm, Result: int32(result), Rooms: rooms}
 	if pw != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -100,10 +101,10 @@ func (s *Server) addRoomLocked(name string, permanent bool, documentBase string)
 }
 
 // roomsChangedLocked forgets the cached room lists after a room was added
-// or removed at index i of roomOrder: the snapshot always, the bounded
-// list only when the change was within its reach.
+// or removed at index i of roomOrder: the filtered lists' index always,
+// the bounded list only when the change was within its reach.
 func (s *Server) roomsChangedLocked(i int) {
-	s.snapshot = nil
+	s.index = nil
 	if i < s.cfg.RoomListMax {
 		s.list = nil
 	}
@@ -224,30 +225,109 @@ func (s *Server) roomListConfirm() []byte {
 
 // roomNames lists the public rooms in creation order whose lower-cased
 // name contains the lower-cased filter, at most RoomListMax names and
-// RoomListMaxBytes of them. The unfiltered list (every Access confirm) is
-// cached until a change within its reach; a filtered one scans a snapshot
-// of the rooms outside the server's lock.
-func (s *Server) roomNames(filter string) []string {
+// RoomListMaxBytes of them, and the bytes of names searched for them.
+// The unfiltered list (every Access confirm) is cached until a change
+// within its reach; a filtered one searches an index of the rooms built
+// once per change, outside the server's lock.
+func (s *Server) roomNames(filter string) ([]string, int) {
 	s.mu.Lock()
 	if filter == "" {
 		names := s.listLocked().names
 		s.mu.Unlock()
-		return names
+		return names, 0
 	}
-	snap := s.snapshot
-	if snap == nil {
-		snap = append([]*room(nil), s.roomOrder...)
-		s.snapshot = snap
+	x := s.index
+	if x == nil {
+		x = &roomIndex{rooms: append([]*room(nil), s.roomOrder...)}
+		s.index = x
 	}
 	s.mu.Unlock()
-	filter = strings.ToLower(filter)
+	return x.find(strings.ToLower(filter), s.cfg.RoomListMax)
+}
+
+// roomIndex is the filtered RoomLists' search of the rooms as they were
+// at one moment: their lower-cased names in creation order, one after
+// another in one string, searched with strings.Index (vector
+// instructions) rather than name by name, whose cache misses on 20,000
+// rooms cost about a millisecond per list (BenchmarkRoomNames). Built on
+// its first search, by one searcher while the others wait, outside the
+// server's lock; immutable after.
+type roomIndex struct {
+	once   sync.Once
+	rooms  []*room
+	hay    string     // the names, lower-cased, each followed by a newline
+	starts []int32    // where each room's name begins in hay
+	counts [256]int32 // how often each byte occurs in hay
+}
+
+func (x *roomIndex) build() {
+	n := 0
+	for _, r := range x.rooms {
+		n += len(r.lower) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	x.starts = make([]int32, len(x.rooms))
+	for i, r := range x.rooms {
+		x.starts[i] = int32(b.Len())
+		b.WriteString(r.lower)
+		b.WriteByte('\n')
+	}
+	x.hay = b.String()
+	for i := 0; i < len(x.hay); i++ {
+		x.counts[x.hay[i]]++
+	}
+}
+
+// anchor is where in filter to start the search: at its byte rarest in
+// the names. strings.Index hops from one occurrence of its needle's first
+// byte to the next, and only turns to its vector search once more than
+// one in eight bytes is a false start: with names that all begin "room",
+// a filter "room1999" started at its "r" took a millisecond at 20,000
+// rooms, started at a "9" a tenth of that.
+func (x *roomIndex) anchor(filter string) int {
+	j := 0
+	for i := 1; i < len(filter); i++ {
+		if x.counts[filter[i]] < x.counts[filter[j]] {
+			j = i
+		}
+	}
+	return j
+}
+
+// find lists the rooms whose name contains filter (lower-cased), in
+// creation order, bounded as a roomList is, and says how many bytes of
+// the index it searched. A match across two names (a filter with a
+// newline) is not one.
+func (x *roomIndex) find(filter string, max int) ([]string, int) {
+	x.once.Do(x.build)
 	l := &roomList{}
-	for _, r := range snap {
-		if strings.Contains(r.lower, filter) && !l.add(r, s.cfg.RoomListMax) {
+	j := x.anchor(filter)
+	head, tail := filter[:j], filter[j:]
+	from := j // where tail may begin
+	for from < len(x.hay) {
+		i := strings.Index(x.hay[from:], tail)
+		if i < 0 {
+			from = len(x.hay)
+			break
+		}
+		at := from + i - j
+		if x.hay[at:at+j] != head {
+			from += i + 1
+			continue
+		}
+		// the room whose name holds the match's first byte
+		k := sort.Search(len(x.starts), func(n int) bool { return int(x.starts[n]) > at }) - 1
+		r := x.rooms[k]
+		end := int(x.starts[k]) + len(r.lower)
+		// the next match is in a later name: this one's other matches
+		// are in it too, or also run past its end
+		from = end + 1 + j
+		if at+len(filter) <= end && !l.add(r, max) {
 			break
 		}
 	}
-	return l.names
+	return l.names, min(from, len(x.hay))
 }
 
 // memberOf finds the connection's membership of the room whose name is

@@ -390,9 +390,9 @@ type Server struct {
 	mu        sync.Mutex // guards the fields down to httpSrvs
 	rooms     map[string]*room
 	roomOrder []*room
-	dynamic   int       // dynamic rooms in rooms
-	list      *roomList // the bounded list of Access confirms; nil when stale
-	snapshot  []*room   // roomOrder as of the last change, for RoomList; nil when stale
+	dynamic   int        // dynamic rooms in rooms
+	list      *roomList  // the bounded list of Access confirms; nil when stale
+	index     *roomIndex // roomOrder as of the last change, for filtered RoomLists; nil when stale
 	conns     map[*conn]struct{}
 	closing   bool
 	listeners []net.Listener
