@@ -330,7 +330,11 @@ func childMain() int {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := New(Config{Listen: "127.0.0.1:0", Logger: logger, Engine: os.Getenv("VOLANOGO_CHILD_ENGINE")})
+	cfg := Config{Listen: "127.0.0.1:0", Logger: logger, Engine: os.Getenv("VOLANOGO_CHILD_ENGINE")}
+	if os.Getenv("VOLANOGO_CHILD_METRICS") != "" {
+		cfg.MetricsListen = "127.0.0.1:0"
+	}
+	s, err := New(cfg)
 	if err == nil {
 		err = s.Start()
 	}
@@ -339,6 +343,9 @@ func childMain() int {
 		return 1
 	}
 	fmt.Printf("ADDR %s\n", s.Addr())
+	if cfg.MetricsListen != "" {
+		fmt.Printf("METRICS %s\n", s.MetricsAddr())
+	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM)
 	go func() {

@@ -502,23 +502,28 @@ func (s *Server) Start() error {
 			return fail(fmt.Errorf("metrics listener: %w", err))
 		}
 		s.metrAddr = ln.Addr()
+		// its own reserve of descriptors: the probes and the scrape of a
+		// server at its open-files limit are answered
+		rl := &reserveListener{Listener: ln}
+		rl.fill()
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", s.MetricsHandler())
+		mux.Handle("/metrics", rl.withReserve(s.MetricsHandler()))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, "ok\n")
 		})
 		mux.HandleFunc("/readyz", s.serveReady)
-		s.serveHTTP(ln, mux)
+		s.serveHTTP(rl, mux)
 		s.mu.Lock()
-		s.metricsLn = ln // open until Shutdown, so that /readyz can say "draining"
+		s.metricsLn = rl // open until Shutdown, so that /readyz can say "draining"
 		s.mu.Unlock()
 	}
 	return nil
 }
 
 // Ready tells whether the server takes new users: it is listening, every
-// chat listener holds its reserve descriptor, and it is not draining. The
-// reason says what is missing.
+// chat listener holds its reserve descriptor, it has not refused a
+// connection for want of descriptors in the last outOfFilesReady, and it
+// is not draining. The reason says what is missing.
 func (s *Server) Ready() (bool, string) {
 	s.mu.Lock()
 	closing, listening := s.closing, len(s.listeners) > 0 && !(len(s.listeners) == 1 && s.metricsLn != nil)
@@ -530,6 +535,8 @@ func (s *Server) Ready() (bool, string) {
 		return false, "not listening"
 	case s.reserves.Load() < s.chatListeners.Load():
 		return false, "no reserve descriptor (out of open files)"
+	case time.Now().UnixNano()-s.lastEMFILE.Load() < int64(outOfFilesReady):
+		return false, "out of open files: new connections are refused"
 	}
 	return true, "ready"
 }
