@@ -485,7 +485,7 @@ func (c *conn) stopping() bool {
 func (c *conn) readFailed(err error) {
 	c.closeFor(readCloseReason(err), err)
 	if !errors.Is(err, io.EOF) {
-		c.s.log.Debug("connection closed", "remote", c.remote, "err", err)
+		c.s.warn.debugf("connection closed", "remote", c.remote, "err", clip(err.Error(), 4*maxQuoted))
 	}
 }
 

@@ -163,7 +163,8 @@ func (c *conn) handleAccess(a *protocol.Access, pw *protocol.PasswordAccess) {
 		c.reply(&conf)
 	}
 	if result != protocol.AccessOK {
-		s.log.Debug("access denied", "remote", c.remote, "result", result, "version", a.AppletVersion, "document", a.DocumentBase)
+		s.warn.debugf("access denied", "remote", c.remote, "result", result,
+			"version", clip(a.AppletVersion, maxQuoted), "document", clip(a.DocumentBase, maxQuoted))
 		c.closeAfterReply(ReasonAccessDenied)
 	}
 }

@@ -42,6 +42,9 @@ const (
 	// ReasonNotInRoom: more than maxStrays chats to rooms (or private
 	// sessions) the connection was not in.
 	ReasonNotInRoom = "not_in_room"
+	// ReasonNotWebSocket: a plain HTTP request on the WebSocket listener,
+	// answered with its HTTP error and closed (never counted as accepted).
+	ReasonNotWebSocket = "not_websocket"
 
 	ReasonMaxConns  = "max_connections" // refused at accept: --max-connections
 	ReasonOpenFiles = "open_files"      // refused at accept: out of descriptors
@@ -64,7 +67,7 @@ const (
 var closeReasons = []string{ReasonEOF, ReasonReadError, ReasonWriteError, ReasonProtocol, ReasonTooLarge,
 	ReasonFirstPacket, ReasonSecondAccess, ReasonAccessDenied, ReasonTooLong, ReasonBadRequest,
 	ReasonNotAllowed, ReasonSlowConsumer, ReasonIdle, ReasonShutdown, ReasonAccessTimeout, ReasonHandshakeTimeout,
-	ReasonNotInRoom}
+	ReasonNotInRoom, ReasonNotWebSocket}
 
 // packetIndex maps a packet id to a slot of the per-packet counters; slot 0
 // is "unknown".

@@ -492,9 +492,7 @@ func (s *Server) Start() error {
 			return fail(fmt.Errorf("websocket listener: %w", err))
 		}
 		s.wsAddr = ln.Addr()
-		mux := http.NewServeMux()
-		mux.Handle("/chat", s.WebSocketHandler())
-		s.serveHTTP(&handshakeListener{Listener: ln, s: s}, mux)
+		s.serveHTTP(&handshakeListener{Listener: ln, s: s}, s.wsMux())
 	}
 	if s.cfg.MetricsListen != "" {
 		ln, err := net.Listen("tcp", s.cfg.MetricsListen)

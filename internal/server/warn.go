@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // warnReasons are the close reasons that say a peer misbehaved or hit a
@@ -30,6 +33,17 @@ type warner struct {
 	kinds map[warnKey]*warnCount
 	timer *time.Timer
 	done  bool
+	debug map[string]*debugCount // debug lines by message
+}
+
+// debugInterval is the least time between two debug lines of one message
+// about peers (a refused Access, a closed connection): a flood of peers
+// must not flood the log, even at debug level.
+const debugInterval = time.Second
+
+type debugCount struct {
+	last    time.Time
+	dropped int // lines left out since the last one
 }
 
 type warnKey struct{ what, reason string }
@@ -43,7 +57,51 @@ type warnCount struct {
 }
 
 func newWarner(log *slog.Logger, interval time.Duration) *warner {
-	return &warner{log: log, interval: interval, kinds: map[warnKey]*warnCount{}}
+	return &warner{log: log, interval: interval, kinds: map[warnKey]*warnCount{}, debug: map[string]*debugCount{}}
+}
+
+// debugf logs a debug line about a peer, at most one per message per
+// debugInterval; the next one that is logged says how many were left
+// out. Peers' text in attrs must be clipped (clip).
+func (w *warner) debugf(msg string, attrs ...any) {
+	if !w.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	c := w.debug[msg]
+	if c == nil {
+		c = &debugCount{}
+		w.debug[msg] = c
+	}
+	if now.Sub(c.last) < debugInterval {
+		c.dropped++
+		w.mu.Unlock()
+		return
+	}
+	dropped := c.dropped
+	c.last, c.dropped = now, 0
+	w.mu.Unlock()
+	if dropped > 0 {
+		attrs = append(attrs, "left_out", dropped)
+	}
+	w.log.Debug(msg, attrs...)
+}
+
+// maxQuoted is the most bytes of a peer's text that a log line quotes.
+const maxQuoted = 64
+
+// clip is at most n bytes of s, cut at a character boundary, saying how
+// many bytes it left out.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "... (" + strconv.Itoa(len(s)-cut) + " more bytes)"
 }
 
 // note records one event: what happened ("closed", "refused"), why, to

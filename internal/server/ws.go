@@ -38,6 +38,11 @@ func (s *Server) WebSocketHandler() http.Handler {
 			http.Error(w, "too many connections", http.StatusServiceUnavailable)
 			return
 		}
+		if !websocket.IsWebSocketUpgrade(r) {
+			s.plainHTTP(w, r)
+			http.Error(w, "a WebSocket upgrade request is expected here", http.StatusBadRequest)
+			return
+		}
 		if hc, ok := r.Context().Value(handshakeKey{}).(*handshakeConn); ok {
 			hc.upgraded.Store(true)
 		}
@@ -55,6 +60,33 @@ func (s *Server) WebSocketHandler() http.Handler {
 		go c.wsWriter()
 		c.serveWS()
 	})
+}
+
+// wsMux serves the WebSocket listener: /chat, and a plain HTTP request
+// anywhere else, or one to /chat that is not an upgrade, is answered with
+// its HTTP error, closed and counted (not_websocket), rather than left to
+// idle until the handshake timeout counts it as one.
+func (s *Server) wsMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/chat", s.WebSocketHandler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.plainHTTP(w, r)
+		http.NotFound(w, r)
+	})
+	return mux
+}
+
+// plainHTTP counts a request on the WebSocket listener that is not an
+// upgrade, once per connection, and has its connection closed after the
+// reply.
+func (s *Server) plainHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	hc, ok := r.Context().Value(handshakeKey{}).(*handshakeConn)
+	if !ok || !hc.counted.CompareAndSwap(false, true) {
+		return
+	}
+	s.counters.closed[ReasonNotWebSocket].Add(1)
+	s.warn.note("closed", ReasonNotWebSocket, hc.RemoteAddr().String(), clip(r.Method+" "+r.URL.Path, maxQuoted))
 }
 
 // checkOrigin allows requests without an Origin (non-browser clients),
