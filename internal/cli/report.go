@@ -152,7 +152,7 @@ past --threshold is exit status 3.`,
 	f.IntVar(&o.discard, "discard", results.DefaultRunRule.Discard, "runs dropped first in every step (`N` runs)")
 	f.IntVar(&o.best, "best", results.DefaultRunRule.Best, "the score averages the best `N` counted runs")
 	f.IntVar(&o.of, "of", results.DefaultRunRule.Of, "counted runs per step after the discard (`N` runs)")
-	f.StringVar(&o.by, "by", report.DefaultBy, "what a row is: label, server (its command line) or cpus (label and server processors)")
+	f.StringVar(&o.by, "by", report.DefaultBy, "what a row is: label, server (what it recorded: product, version, engine, flags, labels; else its command line) or cpus (label and server processors)")
 	f.IntVar(&o.step, "step", 0, "connections of the \"Is it fast?\" table (`N` connections; 0: where most platforms have a score)")
 	f.Var(&o.compare, "compare", "compare OLD and NEW metric by metric: two labels, or two result files or directories (sets of runs)")
 	f.StringVar(&o.threshold, "threshold", "", "with --compare: exit 3 when NEW is significantly worse than OLD by more than `PERCENT` (5%) in any metric")

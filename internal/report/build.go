@@ -103,7 +103,7 @@ type builder struct {
 	main map[stepKey]int
 	// causes are the footnotes in citation order.
 	causes  []cause
-	letters map[cause]string
+	letters map[cause]string // by cause.shape
 	// reordered is each row's note on reordering (see reorderNotes), and
 	// warned the note of each kind of run warning (see warningCause).
 	reordered map[string]cause
@@ -150,14 +150,12 @@ func Build(docs []*results.Document, opt Options) (*Report, error) {
 	for _, e := range errs {
 		b.rep.Warnings = append(b.rep.Warnings, e.Error())
 	}
+	// A failed try that a later try replaced is left out: the later one
+	// counts, and names this one's cause (retryCause).
+	merged = slices.DeleteFunc(merged, superseded)
 	slices.SortStableFunc(merged, runCompare)
 	b.split = splitByEngines(merged, b.nameOf)
 	for _, d := range merged {
-		if superseded(d) {
-			// A failed try that a later try replaced: that one counts,
-			// and names this one's cause (retryCause).
-			continue
-		}
 		k := b.key(d)
 		b.base[k.row] = k.row
 		if b.opt.By == ByCPUs {

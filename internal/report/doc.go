@@ -111,9 +111,10 @@
 // first try with ...; made again on a fresh server, it worked on the
 // second try."
 //
-// Each distinct failure cause (a failure kind and its first example text)
-// gets one footnote, lettered a, b, c … in the order the tables first cite
-// them. A failed run cites its first failure (the earliest, else the most
+// Each distinct failure cause (a failure kind, its example text and the
+// server's account, their numbers aside: the user, room, ports and counts
+// differ from run to run) gets one footnote, quoting the first run that
+// had it, lettered a, b, c … in the order the tables first cite them. A failed run cites its first failure (the earliest, else the most
 // frequent kind); for "open_files" the client's open-files limit is added
 // to the example when the document knows it.
 //

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -796,14 +797,15 @@ func (b *builder) footnotes() {
 	cite := func(causes []cause, at string) []string {
 		var ls []string
 		for _, c := range causes {
-			l, ok := b.letters[c]
+			k := c.shape()
+			l, ok := b.letters[k]
 			if !ok {
 				l = letter(len(b.causes))
-				b.letters[c] = l
+				b.letters[k] = l
 				b.causes = append(b.causes, c)
 			}
 			ls = appendNew(ls, l)
-			where[c] = appendNew(where[c], at)
+			where[k] = appendNew(where[k], at)
 		}
 		slices.Sort(ls)
 		return ls
@@ -897,7 +899,7 @@ func (b *builder) footnotes() {
 			text = failureText(c)
 		}
 		b.rep.Footnotes = append(b.rep.Footnotes, Footnote{Letter: letter(i), Kind: c.kind,
-			Example: c.example, Text: text, Where: where[c]})
+			Example: c.example, Text: text, Where: where[c.shape()]})
 	}
 	for _, c := range b.cells {
 		if c.ClientBound {
@@ -905,6 +907,22 @@ func (b *builder) footnotes() {
 		}
 	}
 }
+
+// shape is the footnote a cause shares: a failure's with its numbers left
+// out (the user, the room, the ports, how many the server refused), so
+// that one cause is one note however many runs had it, as the Volano
+// Report quoted each once, with the first run's text; the report's own
+// notes (no score, a broken step's reason, reordering, warnings, tries)
+// as they are.
+func (c cause) shape() cause {
+	switch c.kind {
+	case kindShort, kindNoScore, kindBroken, kindInterrupted, kindReordered, kindWarning, kindRetried:
+		return c
+	}
+	return cause{kind: c.kind, example: digits.ReplaceAllString(c.example, "#"), server: digits.ReplaceAllString(c.server, "#")}
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
 
 // failureText is a failure's footnote: the server's own cause first when
 // it gave one, then what the client saw ("Failed with "4 connections
