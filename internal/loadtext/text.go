@@ -154,6 +154,10 @@ func Run(w io.Writer, d *results.Document) {
 	if s := d.Server; s != nil {
 		fmt.Fprintf(w, "Server CPU         = %.2f s (%s), %s per message, RSS %s -> %s\n",
 			s.CPUSeconds, cpuShare(s.CPUPercent, serverMachineCPUs(d)), micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
+		if s.GCPauseP99Seconds > 0 {
+			fmt.Fprintf(w, "Server GC pauses   = %d, p99 <= %s, max <= %s\n", s.GCPauses,
+				fmtDur(int64(s.GCPauseP99Seconds*1e9)), fmtDur(int64(s.GCPauseMaxSeconds*1e9)))
+		}
 		if s.CoalesceSeconds > 0 {
 			fmt.Fprintf(w, "Server coalescing  = %s (serve --coalesce: an epoll loop waits so long after a round of few events)\n",
 				time.Duration(s.CoalesceSeconds*float64(time.Second)))

@@ -58,6 +58,16 @@ func (d *Document) SlowConnects() string {
 	if asked <= 0 || got <= 0 || got >= MinConnectShare*asked {
 		return ""
 	}
-	return fmt.Sprintf("connections accepted at %s a second, under %.0f%% of the %s asked (--connect-rate)",
+	s := fmt.Sprintf("connections accepted at %s a second, under %.0f%% of the %s asked (--connect-rate)",
 		Sig3(got), 100*MinConnectShare, Sig3(asked))
+	// The rooms connecting at once, each user after the last, bound the
+	// rate too: at the median connect time, that bound may be the client's.
+	if h := d.Latency[LatencyConnect]; h != nil && h.P50 > 0 && d.Config.ConnectConcurrency > 0 {
+		bound := float64(d.Config.ConnectConcurrency) / (float64(h.P50) / 1e9)
+		if bound < asked {
+			s += fmt.Sprintf("; the client's %d rooms connecting at once allow about %s a second at the median connect time of %s: raise --connect-concurrency",
+				d.Config.ConnectConcurrency, Sig3(bound), FormatNanos(h.P50))
+		}
+	}
+	return s
 }

@@ -44,6 +44,10 @@ func TestSlowConnects(t *testing.T) {
 	broken, reason := d.PacedVerdict(0)
 	assert.True(t, broken)
 	assert.Contains(t, reason, "under 90% of the 200 asked")
+	d.Config.ConnectConcurrency = 16
+	d.Latency = map[string]*Histogram{LatencyConnect: {Count: 10, P50: 150e6}}
+	assert.Contains(t, d.SlowConnects(), "the client's 16 rooms connecting at once allow about 107 a second at the median connect time of 150 ms",
+		"over a 50 ms path the client, not the server, is the bound")
 	d.Connections.ConnectRate = 181
 	assert.Empty(t, d.SlowConnects())
 	d.Config.ConnectRate = 0
