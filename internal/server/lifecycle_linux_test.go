@@ -95,6 +95,23 @@ func testCloseBeforeAttach(t *testing.T, engine, how string) {
 	assert.Equal(t, tries, s.counters.closed[ReasonShutdown].Load(), "each finished once")
 }
 
+// pairOnTwoLoops starts a server of two loops (rings), each taking one
+// connection before the other, and a user on each, in one room (a has
+// had b's entry).
+func pairOnTwoLoops(t *testing.T, engine, room string) (*Server, *client, *client) {
+	t.Helper()
+	s := startServer(t, Config{Engine: engine, Loops: 2, LoopFill: 1})
+	a := dial(t, s)
+	a.access(room)
+	a.enter(room, "a")
+	b := dial(t, s)
+	b.access(room)
+	b.enter(room, "b")
+	_, ok := a.expect().(*protocol.EnterRoom) // b's entry
+	require.True(t, ok)
+	return s, a, b
+}
+
 // TestLastConnectionOfALoop: a loop (ring) that loses its last connection
 // still completes what it sends to another loop's connection: after ring
 // 0's only user is closed for a bad request, the user on ring 1 gets its
@@ -102,14 +119,7 @@ func testCloseBeforeAttach(t *testing.T, engine, how string) {
 func TestLastConnectionOfALoop(t *testing.T) { forEngines(t, testLastConnectionOfALoop) }
 
 func testLastConnectionOfALoop(t *testing.T, engine string) {
-	s := startServer(t, Config{Engine: engine, Loops: 2, LoopFill: 1})
-	a := dial(t, s)
-	a.access("Two")
-	a.enter("Two", "a")
-	b := dial(t, s)
-	b.access("Two")
-	b.enter("Two", "b")
-	_ = a.expect()            // b's entry
+	_, a, b := pairOnTwoLoops(t, engine, "Two")
 	a.send(markAccess("Two")) // a second Access: closed
 	a.expectClosed()
 	ex, ok := b.expect().(*protocol.ExitRoom)
@@ -135,14 +145,7 @@ func testLastConnectionOfALoop(t *testing.T, engine string) {
 func TestCrossLoopDelivery(t *testing.T) { forEngines(t, testCrossLoopDelivery) }
 
 func testCrossLoopDelivery(t *testing.T, engine string) {
-	s := startServer(t, Config{Engine: engine, Loops: 2, LoopFill: 1})
-	a := dial(t, s)
-	a.access("Cross")
-	a.enter("Cross", "a")
-	b := dial(t, s)
-	b.access("Cross")
-	b.enter("Cross", "b")
-	_ = a.expect() // b's entry
+	_, a, b := pairOnTwoLoops(t, engine, "Cross")
 	const n = 20
 	var took []time.Duration
 	for i := range n {

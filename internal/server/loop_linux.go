@@ -326,20 +326,19 @@ func (k *sock[X]) post() {
 	}
 	k.queued = true
 	l.queue = append(l.queue, k)
-	wake := l.sleeping && !l.signalled
-	if wake {
-		l.signalled = true
-	}
-	l.qmu.Unlock()
-	if wake {
-		l.p.wake()
-	}
+	l.unlockAndWake()
 }
 
 // kick wakes the loop if it waits, so that it handles what completed
 // (another loop queued bytes behind a send of this one).
 func (l *loop[X]) kick() {
 	l.qmu.Lock()
+	l.unlockAndWake()
+}
+
+// unlockAndWake unlocks l.qmu and wakes the loop if it waits and no wake-up
+// is on its way already.
+func (l *loop[X]) unlockAndWake() {
 	wake := l.sleeping && !l.signalled
 	if wake {
 		l.signalled = true
