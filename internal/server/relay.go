@@ -10,13 +10,9 @@ func (c *conn) rawReadyLocked() bool {
 // relayChat sends ind to every connection of conns but c, then conf to
 // c, as send would, and returns the receivers, and whether one of them
 // has half its send buffer or more waiting (its sender is then paced:
-// conn.paceRoom). The send system call is made here (sendRaw is
-// inlined), not four calls down (send, tryWrite, writeNonblock, rawSend):
-// the kernel's path of a loopback send is deeper than the processor's
-// return stack, so every return after it was mispredicted, and the
-// returns up that chain were about a quarter of the server's user-space
-// time at 15 rooms in a perf profile. What the socket does not take at
-// once goes through sendLocked, under the same hold of the lock.
+// conn.paceRoom). The send system call is made here (sendRaw is inlined):
+// the returns up a deeper chain of calls were mispredicted after every
+// loopback send. What the socket does not take goes through sendLocked.
 func relayChat(c *conn, conns []*conn, ind, conf []byte) (int, bool) {
 	n, behind := 0, false
 	for i := 0; i <= len(conns); i++ {
