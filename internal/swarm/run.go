@@ -31,7 +31,10 @@ type runState struct {
 	base int64 // nanotime of the timed start
 	// window is the paced schedule's length (nanoseconds from base): the
 	// duration, or count pauses (see inWindow).
-	window   int64
+	window int64
+	// timed is set once base and window are (the loops read packets
+	// before: inWindow is false until then, and reads them after).
+	timed    atomic.Bool
 	timeline *results.TimelineRecorder
 	// timelineLive is timeline for Snapshot, which other goroutines call.
 	timelineLive atomic.Pointer[results.TimelineRecorder]
@@ -361,6 +364,7 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 			rs.window = min(rs.window, int64(spec.Count)*int64(spec.Pause))
 		}
 	}
+	rs.timed.Store(true)
 	rs.startTimeline(begin)
 	if rs.stormRun != nil {
 		wg.Add(1)
@@ -688,7 +692,9 @@ func (rs *runState) entered() {
 
 // inWindow reports whether a paced send or read at now (nanotime) falls
 // within the schedule's window, which the rates in and out count.
-func (rs *runState) inWindow(now int64) bool { return now-rs.base < rs.window }
+func (rs *runState) inWindow(now int64) bool {
+	return rs.timed.Load() && now-rs.base < rs.window
+}
 
 // pacedOutcome is the step's result for a capacity sweep. Its rates are
 // what was sent and read within the schedule's window (the duration, or
