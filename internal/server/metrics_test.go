@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -190,8 +191,11 @@ volanogo_server_info{engine="` + s.Engine() + `",version="` + version() + `"} 1
 // TestMetricsCoalesce: the epoll engine's coalescing window is in the
 // metrics, which volanogo load records with the run (0 without one).
 func TestMetricsCoalesce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("--coalesce is the epoll engine's")
+	}
 	for _, d := range []time.Duration{0, 250 * time.Microsecond} {
-		s := startServer(t, Config{Coalesce: d})
+		s := startServer(t, Config{Engine: EngineEpoll, Coalesce: d})
 		expected := fmt.Sprintf(`
 # HELP volanogo_server_coalesce_seconds How long an epoll loop waits after a round of few events before it looks for more (serve --coalesce; 0: no wait).
 # TYPE volanogo_server_coalesce_seconds gauge
