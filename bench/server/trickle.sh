@@ -5,8 +5,9 @@
 # the server's CPU per packet each way and their ratio; then an honest
 # room's throughput (volanogo load -rooms 1) alone, beside the trickling
 # attackers, and beside the same attackers sending to a sink of their own
-# process that wakes once per packet (the attack's cost to the machine
-# without the server's: the least any server could leave).
+# process that reads as serve does (protocol.Reader over SO_RCVLOWAT: the
+# attack's cost to the machine without the server's scheduling) and one
+# that wakes once per packet (the least any server could leave).
 #
 #   bench/server/trickle.sh                       # N=16 DUR=10s ENGINE=goroutine
 #   ENGINE=epoll AFTER=1 bench/server/trickle.sh
@@ -49,6 +50,9 @@ beside() {
 }
 echo "honest room alone:                     $(honest)"
 echo "beside the attackers:                  $(beside)"
-[ "$AFTER" = 1 ] || echo "beside the attackers sending to a sink: $(beside -sink)"
+if [ "$AFTER" != 1 ]; then
+	echo "beside them sending to a sink reading as serve does: $(beside -sink reader)"
+	echo "beside them sending to a sink reading once a packet:  $(beside -sink whole)"
+fi
 echo "honest room alone again:               $(honest)"
 echo "$(load)"

@@ -45,11 +45,14 @@ func tricklePacket(after bool) []byte {
 // reconnections and its own CPU time.
 func trickle() error {
 	pkt := tricklePacket(*afterAcc)
-	if *sink {
+	if *sink != "" {
 		if *afterAcc {
 			return errors.New("-sink takes the packets before Access only")
 		}
-		ln, err := startSink(len(pkt))
+		if *sink != "whole" && *sink != "reader" {
+			return fmt.Errorf("-sink %q: whole or reader", *sink)
+		}
+		ln, err := startSink(len(pkt), *sink == "reader")
 		if err != nil {
 			return err
 		}
@@ -203,10 +206,12 @@ func strayConn(i int, batch []byte, size int, deadline time.Time, chats *atomic.
 	return nil
 }
 
-// startSink listens on loopback and, for each connection, waits for one
-// packet of size bytes whole (SO_RCVLOWAT, so one wake-up), then closes
-// it: the least a server could spend on the attack.
-func startSink(size int) (net.Listener, error) {
+// startSink listens on loopback and, for each connection, reads one
+// packet of size bytes, then closes it: whole, waiting for all of it at
+// once (SO_RCVLOWAT at its size: the least a server could spend on the
+// attack), or with a protocol.Reader over SO_RCVLOWAT, as volanogo serve's
+// goroutine engine reads it (what the server spends, in this process).
+func startSink(size int, reader bool) (net.Listener, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -219,16 +224,38 @@ func startSink(size int) (net.Listener, error) {
 			}
 			go func() {
 				defer c.Close()
-				if raw, err := c.(*net.TCPConn).SyscallConn(); err == nil {
-					_ = raw.Control(func(fd uintptr) {
-						_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, size)
-					})
+				raw, err := c.(*net.TCPConn).SyscallConn()
+				if err != nil {
+					return
 				}
 				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				if reader {
+					_, _ = protocol.NewReader(&lowWater{TCPConn: c.(*net.TCPConn), raw: raw}, 0).Next()
+					return
+				}
+				_ = raw.Control(func(fd uintptr) {
+					_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, size)
+				})
 				buf := make([]byte, size)
 				_, _ = io.ReadFull(c, buf)
 			}()
 		}
 	}()
 	return ln, nil
+}
+
+// lowWater is a TCP connection with protocol.LowWater.
+type lowWater struct {
+	*net.TCPConn
+	raw syscall.RawConn
+}
+
+func (c *lowWater) SetReadLowWater(n int) error {
+	var serr error
+	if err := c.raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, n)
+	}); err != nil {
+		return err
+	}
+	return serr
 }
