@@ -80,13 +80,13 @@ func BenchmarkReaderTrickle(b *testing.B) {
 	pkt := tricklePacket(b, trickleElems)
 	for _, tc := range []struct {
 		name string
-		src  io.Reader
+		src  func() io.Reader
 	}{
-		{"whole", &loopReader{data: pkt, chunk: len(pkt)}},
-		{"trickled", &trickleReader{data: pkt, head: 12, rng: rand.New(rand.NewPCG(1, 2))}},
+		{"whole", func() io.Reader { return &loopReader{data: pkt, chunk: len(pkt)} }},
+		{"trickled", func() io.Reader { return &trickleReader{data: pkt, head: 12, rng: rand.New(rand.NewPCG(1, 2))} }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			r := NewReader(tc.src, 0)
+			r := NewReader(tc.src(), 0) // a source of its own each run: a packet's start
 			b.SetBytes(int64(len(pkt)))
 			b.ReportAllocs()
 			for b.Loop() {
