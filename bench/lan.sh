@@ -42,11 +42,17 @@ cli=volanogo-lan-cli
 srvip=10.28.0.1
 pid=
 cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	if [ -n "$pid" ]; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
 	ip netns delete "$srv" 2>/dev/null || true
 	ip netns delete "$cli" 2>/dev/null || true
 }
-trap cleanup EXIT INT TERM
+# A signal (^C, a closed pipe: `lan.sh | head`) exits, and the exit
+# cleans up: the server stopped, the namespaces and the pair deleted.
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP PIPE
 ip netns add "$srv"
 ip netns add "$cli"
 ip -n "$srv" link add vg-srv type veth peer name vg-cli netns "$cli"
