@@ -30,6 +30,7 @@ type serveOptions struct {
 	acceptVersions                  []string
 	maxConnections                  int
 	accessTimeout, idleTimeout      time.Duration
+	packetTimeout                   time.Duration
 	handshakeTimeout, drainTimeout  time.Duration
 	sendBuffer, socketSendBuffer    int
 	maxPacket                       int
@@ -61,7 +62,8 @@ exporters collide.
 Defaults that protect (0 turns a timeout or limit off): a connection must
 deliver its Access within --access-timeout (10s); a client silent for
 --idle-timeout (10m, the original's shipped server.timeout) gets a Ping and is
-closed one more timeout later; at most --max-private private sessions opened
+closed one more timeout later; a packet, once begun, must arrive whole
+within --packet-timeout (30s); at most --max-private private sessions opened
 per connection (32) and --max-rooms dynamic rooms (20000); one connection
 may be in at most --max-conn-rooms rooms (32); room lists carry at most
 --room-list-max names (100) and 16 KiB; requests other than chats are paced
@@ -136,6 +138,7 @@ ends it at once.`,
 	f.IntVar(&o.maxConnections, "max-connections", 0, "refuse connections past this many open ones (0: no limit)")
 	f.DurationVar(&o.accessTimeout, "access-timeout", server.DefaultAccessTimeout, "time a new connection has to deliver its whole Access request (0: no limit)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "send a Ping to a client silent this long, close it one timeout later (0: off)")
+	f.DurationVar(&o.packetTimeout, "packet-timeout", server.DefaultPacketTimeout, "close a client whose packet, once begun, has not arrived whole in this long (0: off)")
 	f.DurationVar(&o.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "time a WebSocket upgrade request has to arrive")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM or SIGINT, longest the drain lasts (each connection gets a second to take its packets and close) before the rest are closed at once")
 	f.IntVar(&o.sendBuffer, "send-buffer", server.DefaultSendBuffer, "bytes that may wait for one slow client (queued or in an unfinished write) before it is closed as a slow consumer")
@@ -180,6 +183,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		Rooms: rooms, RoomLimit: offIfZero(o.roomLimit), MaxName: offIfZero(o.maxName), MaxRoomName: offIfZero(o.maxRoomName),
 		MaxProfile: offIfZero(o.maxProfile), MaxText: offIfZero(o.maxText), AcceptVersions: o.acceptVersions,
 		MaxConnections: o.maxConnections, AccessTimeout: offIfZero(o.accessTimeout), IdleTimeout: offIfZero(o.idleTimeout),
+		PacketTimeout:    offIfZero(o.packetTimeout),
 		HandshakeTimeout: offIfZero(o.handshakeTimeout), DrainTimeout: offIfZero(o.drainTimeout),
 		SendBuffer: offIfZero(o.sendBuffer), SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: offIfZero(o.maxPacket),
 		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: offIfZero(o.roomListMax),
@@ -227,7 +231,7 @@ var serveFlags = map[string]string{
 	"MaxPrivate": "max-private", "MaxRooms": "max-rooms", "SocketSendBuffer": "socket-send-buffer",
 	"RequestRate": "request-rate", "ChatRate": "chat-rate", "MaxConnRooms": "max-conn-rooms",
 	"MaxConnections": "max-connections", "Loops": "loops", "LoopFill": "loop-fill",
-	"AccessTimeout": "access-timeout", "IdleTimeout": "idle-timeout", "HandshakeTimeout": "handshake-timeout",
+	"AccessTimeout": "access-timeout", "IdleTimeout": "idle-timeout", "PacketTimeout": "packet-timeout", "HandshakeTimeout": "handshake-timeout",
 	"DrainTimeout": "drain-timeout", "Engine": "engine", "Coalesce": "coalesce",
 }
 

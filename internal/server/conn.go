@@ -314,24 +314,34 @@ func (c *conn) shutdownWriteLocked() {
 // serve is the connection's reading goroutine.
 //
 // Deadlines: the whole Access must arrive within the access timeout.
-// After it, the idle timeout is kept without touching the deadline per
-// packet: a deadline set at one moment fires an idle timeout later, and
-// counts as a strike only if no packet came meanwhile. So a silent client
-// gets a Ping after one to two idle timeouts and is closed one more
-// later, and a busy one costs nothing.
+// After it the read deadline is not touched per packet: it fires every
+// period (the shorter of the idle and packet timeouts), and each firing
+// looks at what happened since the one before. A packet still arriving
+// that was arriving then too has taken longer than the packet timeout
+// (closed); an idle timeout without a packet is a strike: a Ping, and at
+// the second the close. A busy client costs nothing.
 func (c *conn) serve() {
 	defer c.finish()
 	cfg := &c.s.cfg
 	if cfg.AccessTimeout > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(cfg.AccessTimeout))
 	}
-	armed := false // the idle deadline is set (after Access)
-	var seen uint64
+	period := deadlinePeriod(cfg)
+	armed := false // the period's deadline is set (after Access)
+	var (
+		seen        uint64    // c.packets at the last firing
+		quietSince  time.Time // the firing that last saw no packet since the one before, or Access
+		partial     uint64    // the packet arriving at the last firing
+		partialSeen bool
+	)
 	for {
 		if c.accessed && !armed {
-			armed, seen = true, c.packets
-			if cfg.IdleTimeout > 0 {
-				_ = c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+			armed = true
+			if quietSince.IsZero() {
+				seen, quietSince = c.packets, time.Now()
+			}
+			if period > 0 {
+				_ = c.nc.SetReadDeadline(time.Now().Add(period))
 			} else {
 				_ = c.nc.SetReadDeadline(time.Time{})
 			}
@@ -349,18 +359,27 @@ func (c *conn) serve() {
 					c.close(ReasonAccessTimeout)
 					return
 				}
-				if cfg.IdleTimeout > 0 {
+				if period > 0 {
 					armed = false
-					if c.packets != seen {
-						c.strikes = 0
-						continue
-					}
-					c.strikes++
-					if c.strikes >= 2 {
-						c.close(ReasonIdle)
+					n, arriving := c.reader.Partial()
+					if arriving && cfg.PacketTimeout > 0 && partialSeen && n == partial {
+						c.close(ReasonPacketTimeout)
 						return
 					}
-					c.sendPing()
+					partial, partialSeen = n, arriving
+					now := time.Now()
+					if c.packets != seen {
+						seen, quietSince, c.strikes = c.packets, now, 0
+						continue
+					}
+					if cfg.IdleTimeout > 0 && now.Sub(quietSince) >= cfg.IdleTimeout {
+						quietSince = now
+						if c.strikes++; c.strikes >= 2 {
+							c.close(ReasonIdle)
+							return
+						}
+						c.sendPing()
+					}
 					continue
 				}
 			}
@@ -380,6 +399,18 @@ func (c *conn) serve() {
 		}
 		c.yieldSometimes()
 	}
+}
+
+// deadlinePeriod is how often a reading goroutine's deadline fires after
+// the Access: the shorter of the idle and packet timeouts (0: never).
+func deadlinePeriod(cfg *Config) time.Duration {
+	var d time.Duration
+	for _, t := range []time.Duration{cfg.IdleTimeout, cfg.PacketTimeout} {
+		if t > 0 && (d == 0 || t < d) {
+			d = t
+		}
+	}
+	return d
 }
 
 // throttle paces one connection's requests other than chats to the

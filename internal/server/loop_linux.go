@@ -124,7 +124,7 @@ type sock[X any] struct {
 	seen      uint32
 	scanned   uint32          // c.packets at the last scan
 	stallBy   int64           // unix nanos: the write stall deadline of the current batch (conn.mu)
-	accessBy  int64           // unix nanos: the Access deadline (0: none)
+	packetBy  int64           // unix nanos: the deadline of the packet arriving: before Access the Access's; after, the packet timeout's from the scan that saw it begun (0: none)
 	idleAt    int64           // unix nanos: the next idle check (0: not armed)
 	lingerBy  int64           // unix nanos: the end of the drain (0: not draining)
 	pauseBy   int64           // unix nanos: a paused connection resumes then
@@ -218,12 +218,12 @@ func startLoops[X any](s *Server, n, fill int, newPoller func(l *loop[X]) (polle
 
 // scanTicks is the period of a loop's short scan (the drains, the Access
 // deadlines) and how many of them make a full one (the idle timeout, the
-// write stall): a full scan every eighth of the shortest of those
-// deadlines, between 5 ms and 4 s; a short one at most every 250 ms and
-// every eighth of the Access deadline.
+// write stall, the packet timeout): a full scan every eighth of the
+// shortest of those deadlines, between 5 ms and 4 s; a short one at most
+// every 250 ms and every eighth of the Access deadline.
 func scanTicks(cfg *Config) (time.Duration, int) {
 	full := 4 * time.Second
-	for _, d := range []time.Duration{cfg.IdleTimeout, writeStall} {
+	for _, d := range []time.Duration{cfg.IdleTimeout, cfg.PacketTimeout, writeStall} {
 		if d > 0 {
 			full = min(full, d/8)
 		}
@@ -290,7 +290,7 @@ func (e *loopEngine[X]) accept(tl *net.TCPListener) func() (net.Conn, error) {
 func (e *loopEngine[X]) serve(c *conn) {
 	k := c.eng.(*sock[X])
 	if e.s.cfg.AccessTimeout > 0 {
-		k.accessBy = time.Now().Add(e.s.cfg.AccessTimeout).UnixNano()
+		k.packetBy = time.Now().Add(e.s.cfg.AccessTimeout).UnixNano()
 	}
 	k.loop.conns.Add(1) // before a close may release it
 	if !k.state.CompareAndSwap(sockAccepted, sockAttached) {
@@ -573,7 +573,7 @@ func (l *loop[X]) register(k *sock[X]) {
 	if l.open == 1 {
 		l.nextScan = time.Now().Add(l.tick)
 	}
-	if k.accessBy != 0 && !c.accessed {
+	if k.packetBy != 0 && !c.accessed {
 		l.addWatch(k)
 	}
 	if err := l.p.add(k); err != nil {
@@ -682,6 +682,9 @@ func (l *loop[X]) readIn(k *sock[X]) {
 				return
 			}
 			c.takeToken()
+		} else if d := c.chatDelay(); d > 0 {
+			l.pause(k, &f, d) // charged: handled on resuming
+			return
 		}
 		c.handle(f)
 		if c.paceRoom {
@@ -693,7 +696,7 @@ func (l *loop[X]) readIn(k *sock[X]) {
 }
 
 // pause reads nothing more of a connection for d: one paced by the
-// request rate, which handles its packet held on resuming; or with d 0
+// request or chat rate, which handles its packet held on resuming; or with d 0
 // one that yields after yieldEvery packets (held nil): it reads on at the
 // top of the next round, once the sends of this one are out, so that a
 // connection flooding its room is paced by what the kernel takes rather
@@ -764,9 +767,11 @@ func (l *loop[X]) resume(k *sock[X]) {
 	if stop {
 		return
 	}
-	if f != nil { // paced by the request rate, not held back
-		c.throttleResume()
-		c.takeToken()
+	if f != nil { // paced by the request or chat rate, not yielding
+		if f.ID != protocol.IDChat {
+			c.throttleResume()
+			c.takeToken()
+		}
 		c.handle(*f)
 	}
 	l.readIn(k)
@@ -904,8 +909,8 @@ func (l *loop[X]) scanWatch(now int64) {
 				}
 				continue
 			}
-		case !c.accessed && k.accessBy != 0:
-			if now > k.accessBy {
+		case !c.accessed && k.packetBy != 0:
+			if now > k.packetBy {
 				c.close(ReasonAccessTimeout)
 				l.settle(k)
 				if i < len(l.watch) && l.watch[i] == k {
@@ -945,6 +950,7 @@ func (l *loop[X]) check(k *sock[X], now int64) bool {
 		return true
 	}
 	packets := uint32(c.packets) //nolint:gosec // compared for equality between two scans
+	prev := k.scanned
 	if packets == k.scanned && !k.paused && c.reader != nil && c.reader.Buffered() == 0 {
 		// Idle since the last scan: its reader and scratch buffer go
 		// back to the pool (readIn takes them back), so that thousands
@@ -953,11 +959,28 @@ func (l *loop[X]) check(k *sock[X], now int64) bool {
 	}
 	k.scanned = packets
 	if !c.accessed {
-		if k.accessBy != 0 && now > k.accessBy {
+		if k.packetBy != 0 && now > k.packetBy {
 			c.close(ReasonAccessTimeout)
 			return true
 		}
 		return false
+	}
+	if d := cfg.PacketTimeout; d > 0 {
+		// a packet arriving: due a packet timeout from the scan that
+		// saw it begun (a packet that completed since was another)
+		var arriving bool
+		if c.reader != nil {
+			_, arriving = c.reader.Partial()
+		}
+		switch {
+		case !arriving:
+			k.packetBy = 0
+		case k.packetBy == 0 || packets != prev:
+			k.packetBy = now + int64(d)
+		case now > k.packetBy:
+			c.close(ReasonPacketTimeout)
+			return true
+		}
 	}
 	if cfg.IdleTimeout <= 0 {
 		return false

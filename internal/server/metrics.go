@@ -36,6 +36,9 @@ const (
 	ReasonShutdown     = "shutdown"      // the server stopped
 	// ReasonAccessTimeout: no complete Access within --access-timeout.
 	ReasonAccessTimeout = "access_timeout"
+	// ReasonPacketTimeout: a packet begun did not arrive whole within
+	// --packet-timeout (a peer trickling it out).
+	ReasonPacketTimeout = "packet_timeout"
 	// ReasonHandshakeTimeout: a WebSocket upgrade request not complete
 	// within --handshake-timeout (never counted as accepted).
 	ReasonHandshakeTimeout = "handshake_timeout"
@@ -67,7 +70,7 @@ const (
 var closeReasons = []string{ReasonEOF, ReasonReadError, ReasonWriteError, ReasonProtocol, ReasonTooLarge,
 	ReasonFirstPacket, ReasonSecondAccess, ReasonAccessDenied, ReasonTooLong, ReasonBadRequest,
 	ReasonNotAllowed, ReasonSlowConsumer, ReasonIdle, ReasonShutdown, ReasonAccessTimeout, ReasonHandshakeTimeout,
-	ReasonNotInRoom, ReasonNotWebSocket}
+	ReasonNotInRoom, ReasonNotWebSocket, ReasonPacketTimeout}
 
 // packetIndex maps a packet id to a slot of the per-packet counters; slot 0
 // is "unknown".

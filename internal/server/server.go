@@ -98,6 +98,12 @@ const (
 	// and the longest documented set-up wait (19,000 users ramped in at
 	// 100 a second wait up to 190 s for the timed phase) are far inside it.
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultPacketTimeout bounds how long a packet may take to arrive
+	// once its first bytes have: a client writes each packet whole, and
+	// the largest (--max-packet) crosses a 56 kbit/s line in 10 seconds;
+	// a peer that trickles one out byte by byte holds a reader and a
+	// buffer the while.
+	DefaultPacketTimeout = 30 * time.Second
 	// DefaultHandshakeTimeout bounds a WebSocket upgrade request, from
 	// accept to the end of its headers.
 	DefaultHandshakeTimeout = 10 * time.Second
@@ -171,6 +177,9 @@ type Config struct {
 	// after twice this long it closes (default DefaultIdleTimeout; Off:
 	// never).
 	IdleTimeout time.Duration
+	// PacketTimeout: a packet begun after the Access must arrive whole
+	// within this long (default DefaultPacketTimeout; Off: no deadline).
+	PacketTimeout time.Duration
 	// HandshakeTimeout bounds a WebSocket upgrade request (default
 	// DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
@@ -277,6 +286,7 @@ func (c *Config) setDefaults() {
 	defaultInt(&c.ChatRate, DefaultChatRate)
 	defaultInt(&c.MaxConnRooms, DefaultMaxConnRooms)
 	defaultDuration(&c.AccessTimeout, DefaultAccessTimeout)
+	defaultDuration(&c.PacketTimeout, DefaultPacketTimeout)
 	defaultDuration(&c.IdleTimeout, DefaultIdleTimeout)
 	defaultDuration(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	defaultDuration(&c.DrainTimeout, DefaultDrainTimeout)
@@ -340,7 +350,7 @@ func (c *Config) check() error {
 	for _, v := range []struct {
 		field string
 		v     time.Duration
-	}{{"AccessTimeout", c.AccessTimeout}, {"IdleTimeout", c.IdleTimeout}} {
+	}{{"AccessTimeout", c.AccessTimeout}, {"IdleTimeout", c.IdleTimeout}, {"PacketTimeout", c.PacketTimeout}} {
 		if v.v < Off {
 			return &ConfigError{v.field, v.v, "must not be negative"}
 		}

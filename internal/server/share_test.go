@@ -172,9 +172,6 @@ func TestChatDelay(t *testing.T) {
 func TestChatRatePaces(t *testing.T) { forEngines(t, testChatRatePaces) }
 
 func testChatRatePaces(t *testing.T, engine string) {
-	if engine != EngineGoroutine {
-		t.Skip("the event loops call chatDelay once the lead wires it")
-	}
 	const rate, chats = 400, 1000
 	s := startServer(t, Config{Engine: engine, ChatRate: rate})
 	a := dial(t, s)
