@@ -405,6 +405,15 @@ func (k *sock[X]) Close() error {
 	}
 }
 
+// SetReadLowWater has the kernel report the socket readable only once n
+// bytes are in (SO_RCVLOWAT; protocol.LowWater): the reader asks for what
+// a large packet still lacks, so that one trickled in a few bytes a write
+// costs its loop a few wake-ups, not one a write. The loop calls it while
+// it reads, so the descriptor is its own.
+func (k *sock[X]) SetReadLowWater(n int) error {
+	return unix.SetsockoptInt(int(k.fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, n)
+}
+
 // CloseWrite sends a FIN (conn.shutdownWriteLocked, under conn.mu).
 func (k *sock[X]) CloseWrite() error {
 	if k.state.Load() >= sockClosing {
