@@ -408,9 +408,21 @@ func (p *urPoller) complete(e uring.CQE) {
 		p.armWake()
 		l.woken()
 	case urRecv:
-		k := l.slots[slot]
-		if p.bufs == nil || e.Flags&uring.CQEFMore == 0 {
+		last := p.bufs == nil || e.Flags&uring.CQEFMore == 0
+		if last {
 			p.armed--
+		}
+		k := l.slots[slot]
+		if k == nil { // (never: release waits for its requests' completions)
+			p.l.s.log.Error("uring engine: a receive completed for a released connection", "slot", slot)
+			if p.bufs != nil && e.Flags&uring.CQEFBuffer != 0 {
+				if _, bid, whole := p.bufs.Buf(e.Flags, e.Res); whole {
+					p.bufs.Recycle(bid)
+				}
+			}
+			return
+		}
+		if last {
 			k.x.recvArmed = false
 			k.x.recvStop = false
 		}
@@ -422,6 +434,10 @@ func (p *urPoller) complete(e uring.CQE) {
 	case urPoll:
 		p.armed--
 		k := l.slots[slot]
+		if k == nil { // (never, as above)
+			p.l.s.log.Error("uring engine: a poll completed for a released connection", "slot", slot)
+			return
+		}
 		k.x.pollArmed = false
 		l.event(k, false, e.Res != -int32(unix.ECANCELED), false)
 	}
