@@ -671,7 +671,7 @@ func (p *urPoller) queueSend(o *conn, b []byte, later bool) bool {
 	if !ok {
 		o.mu.Lock() // a WebSocket, or a connection a goroutine serves
 		o.sendLocked(b)
-		behind := o.behindLocked()
+		behind := o.behindLocked(p.l.s.cfg.SendBuffer / 2)
 		o.mu.Unlock()
 		return behind
 	}
@@ -714,7 +714,7 @@ func (p *urPoller) queueSend(o *conn, b []byte, later bool) bool {
 			p.batch = append(p.batch, k)
 		}
 	}
-	behind := o.behindLocked()
+	behind := o.behindLocked(l.s.cfg.SendBuffer / 2)
 	o.mu.Unlock()
 	if kick != nil {
 		kick.kick() // its send's completion takes what waits behind it

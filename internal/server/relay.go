@@ -14,7 +14,7 @@ func (c *conn) rawReadyLocked() bool {
 // the returns up a deeper chain of calls were mispredicted after every
 // loopback send. What the socket does not take goes through sendLocked.
 func relayChat(c *conn, conns []*conn, ind, conf []byte) (int, bool) {
-	n, behind := 0, false
+	n, behind, half := 0, false, c.s.cfg.SendBuffer/2
 	for i := 0; i <= len(conns); i++ {
 		o, b := c, conf
 		if i < len(conns) {
@@ -33,21 +33,21 @@ func relayChat(c *conn, conns []*conn, ind, conf []byte) (int, bool) {
 		}
 		if len(b) > 0 {
 			o.sendLocked(b) // the rest, or an error, as send would
-			behind = behind || o.behindLocked()
+			behind = behind || o.behindLocked(half)
 		}
 		o.mu.Unlock()
 	}
 	return n, behind
 }
 
-// behindLocked tells whether half of the connection's send buffer or more
-// waits for it (c.mu held).
-func (c *conn) behindLocked() bool {
+// behindLocked tells whether half bytes or more wait for the connection
+// (half of the send buffer; c.mu held).
+func (c *conn) behindLocked(half int) bool {
 	if c.closed {
 		return false
 	}
 	if c.ws != nil {
-		return c.queued >= c.s.cfg.SendBuffer/2
+		return c.queued >= half
 	}
-	return len(c.out)+c.inflight >= c.s.cfg.SendBuffer/2
+	return len(c.out)+c.inflight >= half
 }
