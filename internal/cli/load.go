@@ -19,7 +19,6 @@ import (
 
 	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/internal/campaign"
-	"github.com/volanogo/volanogo/internal/loadtext"
 	"github.com/volanogo/volanogo/internal/results"
 	"github.com/volanogo/volanogo/internal/swarm"
 )
@@ -199,6 +198,7 @@ type loadOptions struct {
 	clientTimeout              time.Duration
 	runs, discard              int
 	quiet, progress, keepGoing bool
+	verbose                    bool // -v: every figure, lines wider than 80
 	json                       bool // --json: one result line (loadjson.go)
 	floor                      bool // --floor: measure the kernel floor first (floor.go)
 	batchReads, strictOrder    bool
@@ -346,6 +346,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.BoolVar(&o.floor, "floor", false, "before each step, measure this machine's kernel floor at its rooms (as 'volanogo floor') and record it in the step's result documents, for 'volanogo report''s efficiency")
 	f.BoolVar(&o.json, "json", false, "print one JSON line at the end on standard output: score, msg/s, CPU per message, failures, verdict (the text then goes to standard error)")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "print each run's figures in full (p90, fan-out to the first receiver, user and system CPU, lines wider than 80 columns), as the -file log has them")
 	f.BoolVar(&o.progress, "progress", false, "progress on stderr even when it is not a terminal")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the client to this file")
 	_ = f.MarkHidden("cpuprofile")
@@ -621,7 +622,7 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 	res, err := runCampaign(cmd.Context(), cfg, sink)
 	sink.progress.end()
 	if res != nil && sink.many && len(res.Steps) > 0 {
-		loadtext.Summary(sink.text, res.Steps)
+		sink.summary(res.Steps)
 	}
 	if res != nil && res.Search != nil {
 		fmt.Fprintf(sink.text, "Find limit: %s.\n", res.Search.Text())

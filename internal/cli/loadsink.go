@@ -20,6 +20,9 @@ import (
 type loadSink struct {
 	text     io.Writer
 	out      *errWriter // where text goes beside the log
+	screen   io.Writer  // out, or out folded at 80 columns (not -v)
+	wrap     *loadtext.Wrap
+	verbose  bool
 	log      *logFile
 	output   string // -o as given
 	outPath  string // where documents go, once decided ("" none)
@@ -42,7 +45,12 @@ func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, e
 	} else if err := checkOutputPath(o.output); err != nil {
 		return nil, err
 	}
-	s.text = s.out
+	s.screen, s.verbose = s.out, o.verbose
+	if !o.verbose {
+		s.wrap = loadtext.NewWrap(s.out, loadtext.Width)
+		s.screen = s.wrap
+	}
+	s.text = s.screen
 	if dir := outputDir(o.output); dir != "" {
 		if err := probeDir(dir); err != nil {
 			return nil, fmt.Errorf("-o %s: %w", o.output, err)
@@ -56,7 +64,7 @@ func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, e
 			return nil, err
 		}
 		s.log = l
-		s.text = io.MultiWriter(s.out, l)
+		s.text = io.MultiWriter(s.screen, l)
 	}
 	if !o.quiet && (o.progress || isTerminal(streams.Err)) {
 		s.progress = newProgressLine(streams.Err)
@@ -75,11 +83,31 @@ func (s *loadSink) Progress(p func() campaign.Progress) { s.progress.show(p) }
 
 func (s *loadSink) RunDone(r campaign.RunInfo, d *results.Document) error {
 	s.progress.end()
-	loadtext.Run(s.text, d)
+	if s.verbose {
+		loadtext.Run(s.text, d)
+	} else {
+		// The screen gets the short lines, the log the full ones.
+		loadtext.RunShort(s.screen, d)
+		if s.log != nil {
+			loadtext.Run(s.log, d)
+		}
+	}
 	if r.Many {
 		fmt.Fprintln(s.text)
 	}
 	return s.writeDocument(r.Many, d)
+}
+
+// summary writes the campaign's summary, short on the screen unless -v.
+func (s *loadSink) summary(steps []campaign.Step) {
+	if s.verbose {
+		loadtext.Summary(s.text, steps)
+		return
+	}
+	loadtext.SummaryShort(s.screen, steps)
+	if s.log != nil {
+		loadtext.Summary(s.log, steps)
+	}
 }
 
 func (s *loadSink) SweepStopped(step campaign.Step) {
@@ -172,6 +200,9 @@ func prepareOutput(o string, many bool) (string, error) {
 // write error) and says whether writing it, or the text beside it, failed.
 func (s *loadSink) close() error {
 	s.progress.end()
+	if s.wrap != nil {
+		_ = s.wrap.Flush() // errors are kept by s.out
+	}
 	if s.log != nil {
 		err := s.log.close()
 		s.log = nil

@@ -110,64 +110,99 @@ func cpusNote(cpus int) string {
 	return fmt.Sprintf(", server CPUs %d", cpus)
 }
 
-// Run writes one run's result: Mark's lines (churn: their counterpart in
-// sequences), then volanogo's.
-func Run(w io.Writer, d *results.Document) {
+// Run writes one run's result in full (the -file log, load -v): Mark's
+// lines (churn: their counterpart in sequences), then volanogo's.
+func Run(w io.Writer, d *results.Document) { run(w, d, true) }
+
+// RunShort writes the lines of Run as load prints them by default: their
+// main figures, each line within Width columns for ordinary values (a
+// Wrap writer folds the rest); the -file log and -v keep the full lines.
+func RunShort(w io.Writer, d *results.Document) { run(w, d, false) }
+
+func run(w io.Writer, d *results.Document, full bool) {
 	ms := d.ElapsedMillis()
 	if d.Churn != nil {
-		writeChurnLines(w, d, ms)
+		writeChurnLines(w, d, ms, full)
 	} else {
 		MarkLines(w, d.Counts.Sent, d.Counts.Received, ms)
 	}
 	if d.Shards > 0 {
 		fmt.Fprintf(w, "Shards             = %d processes, merged\n", d.Shards)
 	}
+	pct := percentiles
+	if !full {
+		pct = percentilesShort
+	}
 	if h := d.Latency[results.LatencyDelivery]; h != nil && h.Count > 0 {
-		fmt.Fprintf(w, "Delivery latency   = %s\n", percentiles(h))
+		fmt.Fprintf(w, "Delivery latency   = %s\n", pct(h))
 	}
 	if h := d.Latency[results.LatencyDeliveryScheduled]; h != nil && h.Count > 0 {
-		fmt.Fprintf(w, "From schedule      = %s\n", percentiles(h))
+		fmt.Fprintf(w, "From schedule      = %s\n", pct(h))
 	}
 	if h := d.Latency[results.LatencyResponse]; h != nil && h.Count > 0 {
-		fmt.Fprintf(w, "Echo round trip    = %s\n", percentiles(h))
+		fmt.Fprintf(w, "Echo round trip    = %s\n", pct(h))
 	}
 	if h := d.Latency[results.LatencyTurn]; h != nil && h.Count > 0 {
-		fmt.Fprintf(w, "Turn time          = %s\n", percentiles(h))
+		fmt.Fprintf(w, "Turn time          = %s\n", pct(h))
 	}
-	if line := fanoutLine(d); line != "" {
+	if line := fanoutLine(d, full); line != "" {
 		fmt.Fprintf(w, "Fan-out            = %s\n", line)
 	}
 	c := d.Connections
 	carried := ""
 	if c.Carried != nil && *c.Carried != c.Established {
 		carried = fmt.Sprintf(", %d carried (Access done, room entered)", *c.Carried)
+		if !full {
+			carried = fmt.Sprintf(", %d in rooms", *c.Carried)
+		}
 	}
 	rate := ""
 	if c.ConnectRate > 0 && d.Config.ConnectRate > 0 {
 		rate = fmt.Sprintf(", %.0f a second of the %.0f asked", c.ConnectRate, d.Config.ConnectRate)
 	}
-	fmt.Fprintf(w, "Connections        = %d established of %d attempted%s, peak %d, set-up %.3f s%s\n",
-		c.Established, c.Attempted, carried, c.Peak, d.SetupSeconds, rate)
+	if full {
+		fmt.Fprintf(w, "Connections        = %d established of %d attempted%s, peak %d, set-up %.3f s%s\n",
+			c.Established, c.Attempted, carried, c.Peak, d.SetupSeconds, rate)
+	} else {
+		fmt.Fprintf(w, "Connections        = %d of %d%s, peak %d, set-up %.3f s%s\n",
+			c.Established, c.Attempted, carried, c.Peak, d.SetupSeconds, rate)
+	}
 	cl := d.Client
-	fmt.Fprintf(w, "Client CPU         = %.2f s user, %.2f s system, %s per message, peak RSS %s\n",
-		cl.CPUUserSeconds, cl.CPUSystemSeconds, micros(cl.CPUPerMessageMicros), mib(cl.PeakRSSBytes))
+	if full {
+		fmt.Fprintf(w, "Client CPU         = %.2f s user, %.2f s system, %s per message, peak RSS %s\n",
+			cl.CPUUserSeconds, cl.CPUSystemSeconds, micros(cl.CPUPerMessageMicros), mib(cl.PeakRSSBytes))
+	} else {
+		cpu := ""
+		if e := d.ElapsedSeconds; e > 0 {
+			cpu = fmt.Sprintf(", %.0f%% of one processor", (cl.CPUUserSeconds+cl.CPUSystemSeconds)/e*100)
+		}
+		fmt.Fprintf(w, "Client CPU         = %s per message%s, RSS %s\n", micros(cl.CPUPerMessageMicros), cpu, mib(cl.PeakRSSBytes))
+	}
 	if s := d.Server; s != nil {
-		fmt.Fprintf(w, "Server CPU         = %.2f s (%s), %s per message, RSS %s -> %s\n",
-			s.CPUSeconds, cpuShare(s.CPUPercent, serverMachineCPUs(d)), micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
+		if full {
+			fmt.Fprintf(w, "Server CPU         = %.2f s (%s), %s per message, RSS %s -> %s\n",
+				s.CPUSeconds, cpuShare(s.CPUPercent, serverMachineCPUs(d)), micros(s.CPUPerMessageMicros), mib(s.RSSStartBytes), mib(s.RSSEndBytes))
+		} else {
+			fmt.Fprintf(w, "Server CPU         = %s per message, %.0f%% of one processor, RSS %s\n",
+				micros(s.CPUPerMessageMicros), s.CPUPercent, mib(s.RSSEndBytes))
+		}
 		if s.GCPauseP99Seconds > 0 {
 			fmt.Fprintf(w, "Server GC pauses   = %d, p99 <= %s, max <= %s\n", s.GCPauses,
 				fmtDur(int64(s.GCPauseP99Seconds*1e9)), fmtDur(int64(s.GCPauseMaxSeconds*1e9)))
 		}
 		if s.CoalesceSeconds > 0 {
-			fmt.Fprintf(w, "Server coalescing  = %s (serve --coalesce: an epoll loop waits so long after a round of few events)\n",
-				time.Duration(s.CoalesceSeconds*float64(time.Second)))
+			what := " (serve --coalesce: an epoll loop waits so long after a round of few events)"
+			if !full {
+				what = " (serve --coalesce)"
+			}
+			fmt.Fprintf(w, "Server coalescing  = %s%s\n", time.Duration(s.CoalesceSeconds*float64(time.Second)), what)
 		}
 	}
 	if t := d.TCP; t != nil {
-		fmt.Fprintf(w, "TCP (kernel)       = %s\n", tcpLine(t))
+		fmt.Fprintf(w, "TCP (kernel)       = %s\n", tcpLine(t, full))
 	}
 	if g := d.Integrity; g != nil {
-		fmt.Fprintf(w, "Integrity          = %s\n", integrityLine(g))
+		fmt.Fprintf(w, "Integrity          = %s\n", integrityLine(g, full))
 		if o := g.Outside; o != nil {
 			fmt.Fprintf(w, "Other users        = %s seen by the run's users (counted apart)\n", outsideLine(o))
 			if o.FirstOther != "" {
@@ -194,9 +229,9 @@ func Run(w io.Writer, d *results.Document) {
 		fmt.Fprintf(w, "Storm              = %s\n", stormLine(d))
 	}
 	if d.Churn != nil {
-		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d, d.Churn.Leaks))
+		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d, d.Churn.Leaks, full))
 	} else if d.Storm != nil {
-		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d, d.Storm.Leaks))
+		fmt.Fprintf(w, "Server after run   = %s\n", leakLine(d, d.Storm.Leaks, full))
 	}
 	if d.Interrupted {
 		fmt.Fprintln(w, "Test interrupted.")
@@ -207,7 +242,10 @@ func Run(w io.Writer, d *results.Document) {
 
 // integrityLine is the ledger in one line: loss, duplication and
 // corruption, then reordering in the room and per sender.
-func integrityLine(g *results.Integrity) string {
+func integrityLine(g *results.Integrity, full bool) string {
+	if !full && g.Lost == 0 && g.Duplicated == 0 && g.Corrupted == 0 && g.Reordered == 0 && g.SenderReordered == 0 && g.InFlight == 0 {
+		return "nothing lost, duplicated, corrupted or reordered"
+	}
 	line := fmt.Sprintf("%d lost, %d duplicated, %d corrupted", g.Lost, g.Duplicated, g.Corrupted)
 	if g.Reordered > 0 {
 		share, _ := g.ReorderedShare()
@@ -245,11 +283,15 @@ func outsideLine(o *results.Outside) string {
 }
 
 // fanoutLine is the broadcasts' fan-out: to the first and the last
-// receiver, and the spread between them ("" when not measured).
-func fanoutLine(d *results.Document) string {
+// receiver, and the spread between them ("" when not measured); short, the
+// p99s only.
+func fanoutLine(d *results.Document, full bool) string {
 	first, last, spread := d.Latency[results.LatencyFanoutFirst], d.Latency[results.LatencyFanoutLast], d.Latency[results.LatencyFanoutSpread]
 	if first == nil || last == nil || spread == nil || first.Count == 0 {
 		return ""
+	}
+	if !full {
+		return fmt.Sprintf("p99: first %s, last %s, spread %s", fmtDur(first.P99), fmtDur(last.P99), fmtDur(spread.P99))
 	}
 	return fmt.Sprintf("first p50 %s, p99 %s; last p50 %s, p99 %s; spread p50 %s, p99 %s (%d broadcasts)",
 		fmtDur(first.P50), fmtDur(first.P99), fmtDur(last.P50), fmtDur(last.P99), fmtDur(spread.P50), fmtDur(spread.P99), first.Count)
@@ -264,10 +306,13 @@ func percent(v float64) string {
 
 // tcpLine is the kernel's TCP counters of a run in one line: segments
 // (both sides on loopback), retransmissions, and the timers' work.
-func tcpLine(t *results.TCPCounters) string {
+func tcpLine(t *results.TCPCounters, full bool) string {
 	retrans := ""
 	if pct, ok := t.RetransmittedPercent(); ok && t.Retransmitted > 0 {
 		retrans = fmt.Sprintf(" (%.2f%%)", pct)
+	}
+	if !full {
+		return fmt.Sprintf("%d of %d segments resent%s, %d delayed ACKs", t.Retransmitted, t.SegmentsOut, retrans, t.DelayedACKs)
 	}
 	return fmt.Sprintf("%d segments out, %d retransmitted%s, %d delayed ACKs, %d loss probes (whole network namespace)",
 		t.SegmentsOut, t.Retransmitted, retrans, t.DelayedACKs, t.LossProbes)
@@ -276,6 +321,11 @@ func tcpLine(t *results.TCPCounters) string {
 func percentiles(h *results.Histogram) string {
 	return fmt.Sprintf("p50 %s, p90 %s, p99 %s, p99.9 %s, max %s",
 		fmtDur(h.P50), fmtDur(h.P90), fmtDur(h.P99), fmtDur(h.P999), fmtDur(h.Max))
+}
+
+// percentilesShort is percentiles without the p90, to fit 80 columns.
+func percentilesShort(h *results.Histogram) string {
+	return fmt.Sprintf("p50 %s, p99 %s, p99.9 %s, max %s", fmtDur(h.P50), fmtDur(h.P99), fmtDur(h.P999), fmtDur(h.Max))
 }
 
 func fmtDur(ns int64) string { return results.FormatNanos(ns) }
@@ -296,12 +346,21 @@ func mib(b int64) string {
 
 // Summary writes the steps of a campaign under the run rule: each run's
 // result and CPU per message, and each turn-taking step's score.
-func Summary(w io.Writer, steps []campaign.Step) {
+func Summary(w io.Writer, steps []campaign.Step) { summary(w, steps, true) }
+
+// SummaryShort is Summary as load prints it by default, within 80 columns
+// for ordinary values.
+func SummaryShort(w io.Writer, steps []campaign.Step) { summary(w, steps, false) }
+
+func summary(w io.Writer, steps []campaign.Step, full bool) {
 	fmt.Fprintln(w, "Summary")
 	for _, s := range steps {
 		fmt.Fprintf(w, "Rooms %d%s (%d connections):\n", s.Rooms, cpusNote(s.CPUs), s.Rooms*usersOf(s))
 		for _, d := range s.Docs {
 			status := fmt.Sprintf("%d messages per second", d.Score)
+			if !full {
+				status = fmt.Sprintf("%d msg/s", d.Score)
+			}
 			switch {
 			case d.Interrupted:
 				status = "interrupted"
@@ -317,14 +376,18 @@ func Summary(w io.Writer, steps []campaign.Step) {
 				if h := d.Latency[results.LatencyDeliveryScheduled]; h != nil && h.Count > 0 {
 					status += ", p99 " + fmtDur(h.P99)
 				}
-				if d.Server != nil {
+				if d.Server != nil && full {
 					status += fmt.Sprintf(", server CPU %s", cpuShare(d.Server.CPUPercent, serverMachineCPUs(d)))
+				} else if d.Server != nil {
+					status += fmt.Sprintf(", server CPU %.0f%%", d.Server.CPUPercent)
 				}
 				if d.Paced.Broken {
 					status += ", broken: " + d.Paced.Reason
 				}
-			case d.Score == 0:
+			case d.Score == 0 && full:
 				status = "no score (under 1 second)"
+			case d.Score == 0:
+				status = "no score (under 1 s)"
 			}
 			if d.Discarded {
 				status += " (discarded)"
@@ -333,7 +396,9 @@ func Summary(w io.Writer, steps []campaign.Step) {
 				status += fmt.Sprintf(" (try %d)", rt.Attempt)
 			}
 			extra := ""
-			if d.Server != nil && d.Server.CPUPerMessageMicros > 0 {
+			if !full && d.Server != nil && d.Server.CPUPerMessageMicros > 0 {
+				extra = fmt.Sprintf("; CPU/msg: server %.2f, client %s", d.Server.CPUPerMessageMicros, micros(d.Client.CPUPerMessageMicros))
+			} else if d.Server != nil && d.Server.CPUPerMessageMicros > 0 {
 				extra = fmt.Sprintf("; server %s, client %s per message", micros(d.Server.CPUPerMessageMicros), micros(d.Client.CPUPerMessageMicros))
 			} else if d.Client.CPUPerMessageMicros > 0 {
 				extra = fmt.Sprintf("; client %s per message", micros(d.Client.CPUPerMessageMicros))
@@ -384,7 +449,11 @@ func usersOf(s campaign.Step) int {
 
 // writeChurnLines is Mark's result lines for the churn scenario, in
 // sequences.
-func writeChurnLines(w io.Writer, d *results.Document, ms int64) {
+func writeChurnLines(w io.Writer, d *results.Document, ms int64, full bool) {
+	pct, cold := percentiles, " (each user's first: cold)"
+	if !full {
+		pct, cold = percentilesShort, " (cold)"
+	}
 	c := d.Churn
 	fmt.Fprintf(w, "VolanoMark version = %s\n", results.MarkVersion)
 	fmt.Fprintf(w, "Sequences          = %d (connect, Access, EnterRoom, chat, ExitRoom, close)\n", c.Sequences)
@@ -397,19 +466,22 @@ func writeChurnLines(w io.Writer, d *results.Document, ms int64) {
 		fmt.Fprintf(w, "Average rate       = %.1f sequences per second\n", c.SequencesPerSecond)
 	}
 	if h := c.First; h != nil && h.Count > 0 {
-		fmt.Fprintf(w, "First sequence     = %s (each user's first: cold)\n", percentiles(h))
+		fmt.Fprintf(w, "First sequence     = %s%s\n", pct(h), cold)
 	}
 	if h := d.Latency[results.LatencySequence]; h != nil && h.Count > 0 {
-		fmt.Fprintf(w, "Later sequences    = %s (warm)\n", percentiles(h))
+		fmt.Fprintf(w, "Later sequences    = %s (warm)\n", pct(h))
 	}
 }
 
 // leakLine says what a churn or storm run left behind on the server.
-func leakLine(d *results.Document, l results.Leaks) string {
+func leakLine(d *results.Document, l results.Leaks, full bool) string {
 	if d.Server == nil {
 		return "unknown (no server metrics: --server-metrics or --serve)"
 	}
 	s := fmt.Sprintf("%d connections, %+d goroutines, %+d descriptors left behind", l.LeakedConnections, l.LeakedGoroutines, l.LeakedFDs)
+	if !l.Any() && !full {
+		return fmt.Sprintf("no leak (%d connections, %+d goroutines, %+d descriptors)", l.LeakedConnections, l.LeakedGoroutines, l.LeakedFDs)
+	}
 	if !l.Any() {
 		s += " (no leak)"
 	}

@@ -37,7 +37,8 @@ func TestFanoutLatency(t *testing.T) {
 	}
 	assert.Equal(t, 4, n)
 	text := string(render(t, r, "text"))
-	assert.Contains(t, text, "First p50  First p99  Last p50  Last p99  Spread p50")
+	assert.Contains(t, text, "Broadcasts  First p50  First p99  Last p50\n", "split to fit 80 columns")
+	assert.Contains(t, text, "Last p99  Spread p50  Spread p99\n")
 	md := string(render(t, r, "markdown"))
 	assert.Contains(t, md, "| Platform | Step | Broadcasts | First p50 | First p99 | Last p50 | Last p99 | Spread p50 | Spread p99 |")
 	html := string(render(t, r, "html"))

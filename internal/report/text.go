@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
 // textWidth is the width text output fits in.
-const textWidth = 100
+const textWidth = 80
 
 // table is a grid of cells with a header row; the first Keep columns are
 // repeated when the table is split to fit textWidth.
@@ -64,14 +65,26 @@ func (t *table) write(w io.Writer) {
 			ws[i] = max(ws[i], width(r[i]))
 		}
 	}
+	// Repeat fewer columns when the kept ones and the widest other would
+	// not fit (long platform names): they go in the first block only.
+	keep := t.keep
+	for ; keep > 1; keep-- {
+		w := -2
+		for i := 0; i < keep; i++ {
+			w += 2 + ws[i]
+		}
+		if w+2+slices.Max(append([]int{0}, ws[keep:]...)) <= textWidth {
+			break
+		}
+	}
 	keepW := -2 // the kept columns and the separators after them
-	for i := 0; i < t.keep; i++ {
+	for i := 0; i < keep; i++ {
 		keepW += 2 + ws[i]
 	}
 	var blocks [][]int
 	var cur []int
 	curW := keepW
-	for i := t.keep; i < n; i++ {
+	for i := keep; i < n; i++ {
 		if len(cur) > 0 && curW+2+ws[i] > textWidth {
 			blocks = append(blocks, cur)
 			cur, curW = nil, keepW
@@ -86,8 +99,8 @@ func (t *table) write(w io.Writer) {
 		if bi > 0 {
 			fmt.Fprintln(w)
 		}
-		cols := make([]int, 0, t.keep+len(blk))
-		for i := 0; i < t.keep; i++ {
+		cols := make([]int, 0, keep+len(blk))
+		for i := 0; i < keep; i++ {
 			cols = append(cols, i)
 		}
 		cols = append(cols, blk...)
