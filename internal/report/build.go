@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -582,24 +584,54 @@ func noScoreCause(d *results.Document) cause {
 	return cause{kind: kindNoScore}
 }
 
-// clientBound applies the rule of the package doc to one run.
+// clientBound applies the rule of the package doc to one run: the client
+// was measured to be the limit, its processors busy while the server's
+// were not.
 func clientBound(d *results.Document) bool {
-	cpu := d.Client.CPUUserSeconds + d.Client.CPUSystemSeconds
-	if d.ElapsedSeconds > 0 && d.Environment.CPUs > 0 && cpu/d.ElapsedSeconds >= 0.9*float64(d.Environment.CPUs) {
-		return true
+	if d.ElapsedSeconds <= 0 || d.Environment.CPUs <= 0 {
+		return false
+	}
+	client := (d.Client.CPUUserSeconds + d.Client.CPUSystemSeconds) / d.ElapsedSeconds
+	room := float64(d.Environment.CPUs)
+	if g := d.Environment.GOMAXPROCS; g > 0 && g < d.Environment.CPUs {
+		room = float64(g)
+	}
+	if client < clientBusy*room {
+		return false // the client had processors to spare
 	}
 	s := d.Server
-	if s == nil || s.CPUPerMessageMicros <= 0 || d.Client.CPUPerMessageMicros <= 0 {
-		return false
+	if s == nil || s.CPUPercent <= 0 {
+		return true // nothing says the server was busy too
 	}
-	if d.Client.CPUPerMessageMicros < s.CPUPerMessageMicros {
-		return false
+	server := s.CPUPercent / 100
+	if procs := cpusOf(d); procs > 0 && server >= clientBusy*float64(procs) {
+		return false // the server was saturated as well
 	}
-	procs := cpusOf(d)
-	if procs == 0 {
-		procs = 1
+	if sameMachine(d) && client+server >= clientBusy*float64(d.Environment.CPUs) {
+		return false // one machine, full: the two shared the limit
 	}
-	return s.CPUPercent < 90*float64(procs)
+	return true
+}
+
+// clientBusy is the share of its processors past which a side counts as
+// saturated.
+const clientBusy = 0.9
+
+// sameMachine reports whether the client and the server of d shared a
+// machine: the client started the server, or reached it on loopback.
+func sameMachine(d *results.Document) bool {
+	if len(d.Config.ServerCommand) > 0 {
+		return true
+	}
+	host := d.Config.Host
+	if u, err := url.Parse(d.Config.URL); err == nil && d.Config.URL != "" {
+		host = u.Hostname()
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // mainCell is the cell a row shows at a step in the main tables.

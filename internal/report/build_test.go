@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,8 +199,8 @@ func TestCompareSignificance(t *testing.T) {
 		delta string
 		best  string
 	}{
-		{"fast", "slow", "-49.86%", "A"},
-		{"slow", "fast", "+99.45%", "B"},
+		{"fast", "slow", "-49.90%", "A"}, // the scores: (1003+1004)/2 against (2003+2004)/2
+		{"slow", "fast", "+99.60%", "B"},
 		{"fast", "same", "~", ""},
 	} {
 		r, err := Build(docs, Options{Discard: 1, Best: 2, Of: 3, Compare: [2]string{c.a, c.b}})
@@ -234,6 +235,76 @@ func TestCompareSignificance(t *testing.T) {
 	}
 
 	_, err = Build(docs, Options{Compare: [2]string{"fast", "nosuch"}})
+	var ce0 *CompareError
+	require.ErrorAs(t, err, &ce0)
+}
+
+// TestCompareQuotesTheTables: a figure the comparison shares with another
+// table is the same value in both (one A/A report showed 205,648 in "Is it
+// fast?" and 193,090 in the comparison: the median of five runs against
+// the run rule's best two of three).
+func TestCompareQuotesTheTables(t *testing.T) {
+	var docs []*results.Document
+	scores := []int64{150_000, 205_000, 206_296, 190_000, 193_090}
+	for run, sc := range scores {
+		docs = append(docs, doc("a", 1000, run+1, sc, ""), doc("b", 1000, run+1, sc+10, ""))
+	}
+	r, err := Build(docs, Options{Discard: 1, Best: 2, Of: 3, Compare: [2]string{"a", "b"}})
+	require.NoError(t, err)
+	fa := slices.IndexFunc(r.Fast.Rows, func(x FastRow) bool { return x.Platform == "a" })
+	require.GreaterOrEqual(t, fa, 0)
+	require.Equal(t, int64(205_648), r.Fast.Rows[fa].Cell.Score)
+	require.NotEmpty(t, r.Compare.Rows)
+	assert.Equal(t, "score", r.Compare.Rows[0].Metric)
+	assert.Equal(t, 205_648.0, r.Compare.Rows[0].A, "the run rule's score, not the median of the runs (199,045)")
+	assert.Equal(t, 4, r.Compare.Rows[0].NA, "the test still compares every run after the discard")
+	assert.Contains(t, string(render(t, r, "text")), "205,648")
+
+	docs = readFixtures(t, goodDirs...)
+	o := DefaultOptions()
+	o.Compare = [2]string{"go1.26-linux", "java17-volano"}
+	r, err = Build(docs, o)
+	require.NoError(t, err)
+	checked := map[string]int{}
+	for _, row := range r.Compare.Rows {
+		for _, side := range []struct {
+			name string
+			v    float64
+		}{{o.Compare[0], row.A}, {o.Compare[1], row.B}} {
+			switch row.Metric {
+			case "score":
+				c := r.Scale.Rows[slices.IndexFunc(r.Scale.Rows, func(x ScaleRow) bool { return x.Platform == side.name })]
+				i := slices.Index(r.Scale.Columns, row.Step)
+				require.GreaterOrEqual(t, i, 0)
+				assert.Equal(t, float64(c.Cells[i].Score), side.v, "%s at %d", side.name, row.Step)
+			case "delivery p99":
+				for _, l := range r.Latency.Rows {
+					if l.Platform == side.name && l.Kind == row.Kind && l.Step == row.Step {
+						assert.Equal(t, float64(l.P99)/1e6, side.v)
+					}
+				}
+			case "server CPU/msg":
+				for _, l := range r.Cost.Rows {
+					if l.Platform == side.name && l.Kind == row.Kind && l.Step == row.Step {
+						assert.Equal(t, *l.ServerMicros, side.v)
+					}
+				}
+			case "sequences":
+				for _, cr := range r.Churn.Rows {
+					for _, st := range cr.Steps {
+						if cr.Platform == side.name && st.Users == row.Step {
+							assert.Equal(t, st.SequencesPerSecond, side.v)
+						}
+					}
+				}
+			}
+			checked[row.Metric]++
+		}
+	}
+	for _, m := range []string{"score", "delivery p99", "server CPU/msg", "sequences"} {
+		assert.Positive(t, checked[m], m)
+	}
+	_, err = Build(docs, Options{Compare: [2]string{"go1.26-linux", "nosuch"}})
 	var ce *CompareError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "nosuch", ce.Name)
@@ -248,18 +319,57 @@ func TestMinUTestP(t *testing.T) {
 }
 
 func TestClientBound(t *testing.T) {
-	d := doc("p", 1000, 2, 1000, "")
+	d := doc("p", 1000, 2, 1000, "") // 10 s timed
 	d.Environment.CPUs = 2
+	d.Config.Host = "10.0.0.2" // the server on another machine
 	assert.False(t, clientBound(d), "nothing known")
 	d.Client = results.Usage{CPUUserSeconds: 12, CPUSystemSeconds: 6.1} // 181% of 2 CPUs over 10 s
-	assert.True(t, clientBound(d), "client saturated its processors")
-	d.Client = results.Usage{CPUUserSeconds: 5, CPUPerMessageMicros: 9}
-	d.Server = &results.ServerUsage{CPUPercent: 80, CPUPerMessageMicros: 8, GOMAXPROCS: 2}
-	assert.True(t, clientBound(d), "client as costly per message as an idle server")
+	assert.True(t, clientBound(d), "client saturated its processors, the server's CPU unknown")
+	d.Server = &results.ServerUsage{CPUPercent: 80, GOMAXPROCS: 2}
+	assert.True(t, clientBound(d), "client saturated, server at 40% of its 2")
 	d.Server.CPUPercent = 185
-	assert.False(t, clientBound(d), "the server was saturated: it is the bottleneck")
-	d.Server.CPUPercent, d.Client.CPUPerMessageMicros = 80, 4
-	assert.False(t, clientBound(d))
+	assert.False(t, clientBound(d), "the server was saturated too: not the client alone")
+	d.Server.CPUPercent = 80
+	d.Client = results.Usage{CPUUserSeconds: 5, CPUPerMessageMicros: 9}
+	d.Server.CPUPerMessageMicros = 4
+	assert.False(t, clientBound(d), "costlier per message than the server, but half its processors idle: not the limit")
+
+	// One machine: a full machine is both sides' limit; a client held to
+	// fewer processors (GOMAXPROCS) that it filled, beside idle ones, is
+	// the limit alone.
+	d.Config.Host, d.Config.ServerCommand = "127.0.0.1", []string{"volanogo", "serve"}
+	d.Client = results.Usage{CPUUserSeconds: 9, CPUSystemSeconds: 2}        // 110%
+	d.Server = &results.ServerUsage{CPUPercent: 75, CPUPerMessageMicros: 4} // 185% together
+	assert.False(t, clientBound(d), "the machine was full")
+	d.Environment.GOMAXPROCS = 1
+	d.Client = results.Usage{CPUUserSeconds: 7, CPUSystemSeconds: 2.5} // 95% of its one processor
+	d.Server.CPUPercent = 50                                           // 145% together
+	assert.True(t, clientBound(d), "the client filled its one processor, a quarter of the machine idle")
+	d.Server.CPUPercent = 90
+	assert.False(t, clientBound(d), "185% together: the machine was full")
+}
+
+// TestClientBoundFixtures: of two platforms with the same scores, the one
+// whose client (on its own machine) was at 95% of its processors while the
+// server was at 30% is marked "*", and the one whose server was at 98%
+// while the client was at 35% is not; nor is any cell of the fixtures of
+// client and server sharing a 2-processor machine, which the machine, not
+// the client, limited.
+func TestClientBoundFixtures(t *testing.T) {
+	r, err := Build(readFixtures(t, "bound"), DefaultOptions())
+	require.NoError(t, err)
+	require.Len(t, r.Fast.Rows, 2)
+	for _, row := range r.Fast.Rows {
+		assert.Equal(t, row.Platform == "client-bound", row.Cell.ClientBound, row.Platform)
+	}
+	text := string(render(t, r, "text"))
+	assert.Contains(t, text, "client-bound  143,247; 141,669; 142,502  142,875*")
+	assert.Contains(t, text, "server-bound  143,247; 141,669; 142,502   142,875 ")
+	assert.Contains(t, text, "* client-bound: the client was the limit")
+
+	r, err = Build(readFixtures(t, goodDirs...), DefaultOptions())
+	require.NoError(t, err)
+	assert.False(t, r.ClientBound, "no mark where client and server filled one machine together")
 }
 
 // Retransmissions past 0.1% of a run's segments are a warning that names

@@ -247,16 +247,21 @@
 // # Client-bound runs
 //
 // A score measures the server only while the client keeps up. A run is
-// client-bound when either
+// client-bound when the client was measured to be the limit:
 //
-//   - the client's CPU use over the timed phase reached 90% of all the client
-//     machine's processors ((user+system)/elapsed ≥ 0.9 × Environment.CPUs),
-//     or
-//   - the client spent at least as much CPU per message as the server
-//     (Client.CPUPerMessageMicros ≥ Server.CPUPerMessageMicros) while the
-//     server was not itself saturated (Server.CPUPercent < 90% of its
-//     processors).
+//   - the client's CPU over the timed phase reached 90% of the processors
+//     it could use ((user+system)/elapsed ≥ 0.9 × Environment.GOMAXPROCS,
+//     or × Environment.CPUs when GOMAXPROCS is unknown or not below it),
+//   - and the server's did not reach 90% of its own (Server.CPUPercent
+//     against its processors: Config.ServerCPUs, Server.GOMAXPROCS or
+//     Server.CPUs), when the document has the server's CPU,
+//   - and, when both ran on one machine (the client started the server, or
+//     reached it on loopback), the two together left more than a tenth of
+//     the machine idle: a full machine shared by both is the limit of both,
+//     and the score is read with both sides' CPU per message.
 //
+// CPU per message alone never marks a run: a client that costs more per
+// message than the server on a shared machine is a share, not a limit.
 // A cell is client-bound when more than half of its counted runs are; it
 // is marked with "*" and a note explains the mark.
 //

@@ -65,7 +65,7 @@ func (r *Report) ruleText() string {
 const (
 	fastIntro   = "Scores are messages per second (sent + received, over the timed phase). Bigger is faster."
 	scaleIntro  = "Scores by concurrent connections (rooms × users). Limit: the most connections the server carried (Access done, room entered): \"≥\" when every step held, exact when a step failed with the server refusing the rest, \"~\" an estimate where the steps only bracket the break."
-	clientNote  = "* client-bound: the client used 90% of its processors, or as much CPU per message as an unsaturated server; the score measures the client as much as the server."
+	clientNote  = "* client-bound: the client was the limit: its CPU reached 90% of the processors it could use while the server's stayed under 90% of its own or was not measured (on one machine: while a tenth of the machine was idle); the score measures the client, not the server."
 	latIntro    = "Delivery latency, send to arrival, merged from the HDR histograms of the counted runs; for paced steps from the scheduled send, so that a server that falls behind is not flattered (coordinated omission)."
 	costIntro   = "CPU per message of the server and of the client; delayed ACKs per message and the share of TCP segments retransmitted (Retrans.), from the kernel's counters of the whole client machine. Medians of the counted runs that passed: the figures to compare servers by when client and server share a machine."
 	capIntro    = "Paced (open-loop) steps: each user sends at a fixed pause. A step breaks when connections are refused or dropped, messages are lost, or p99 exceeds the SLO."
@@ -106,7 +106,7 @@ func signedPercent(x float64) string {
 }
 
 func compareIntro(t *CompareTable) string {
-	return fmt.Sprintf("A = %s (old), B = %s (new). Medians of the runs after the discard; delta %% is B against A, \"~\" when the Mann–Whitney U test finds no significant difference (alpha %.2f).",
+	return fmt.Sprintf("A = %s (old), B = %s (new). Each figure as the tables above show it (the score under the run rule, latency merged from the histograms, the medians of the counted runs), else the median of the runs after the discard; delta %% is B against A, \"~\" when the Mann–Whitney U test over the runs after the discard finds no significant difference (alpha %.2f).",
 		t.A, t.B, t.Alpha)
 }
 

@@ -479,6 +479,18 @@ func (b *builder) compare() error {
 				sa, sb := benchmath.NewSample(va, &th), benchmath.NewSample(vb, &th)
 				ma := benchmath.AssumeNothing.Summary(sa, 0.95).Center
 				mb := benchmath.AssumeNothing.Summary(sb, 0.95).Center
+				// A figure the report shows elsewhere is shown here as it
+				// is there (the score under the run rule, latency merged
+				// from the histograms, the cost table's medians); the U
+				// test still compares the runs.
+				fa, okA, strict := b.shownFigure(m.name, a, kind, step)
+				fb, okB, _ := b.shownFigure(m.name, c, kind, step)
+				switch {
+				case okA && okB:
+					ma, mb = fa, fb
+				case strict:
+					continue
+				}
 				cmpr := benchmath.AssumeNothing.Compare(sa, sb)
 				for _, w := range cmpr.Warnings {
 					// Too few samples is said below, with the figures.
@@ -516,6 +528,90 @@ func (b *builder) compare() error {
 	}
 	b.rep.Compare = t
 	return nil
+}
+
+// shownFigure is the figure another table of the report shows for metric
+// name of row at a step, so that the comparison quotes the same value; ok
+// is false when none shows it. strict says that the metric has no other
+// value to show: a step without a score has no score to compare.
+func (b *builder) shownFigure(name, row, kind string, step int64) (v float64, ok, strict bool) {
+	ms := func(ns int64) (float64, bool, bool) { return float64(ns) / 1e6, ns > 0, false }
+	switch name {
+	case "score":
+		c := b.mainCell(row, kind, step)
+		if c == nil || !c.HasScore() {
+			return 0, false, true
+		}
+		return float64(c.Score), true, true
+	case "delivery p50", "delivery p99":
+		if t := b.rep.Latency; t != nil {
+			for _, r := range t.Rows {
+				if r.Platform == row && r.Kind == kind && r.Step == step {
+					if name == "delivery p50" {
+						return ms(r.P50)
+					}
+					return ms(r.P99)
+				}
+			}
+		}
+	case "server CPU/msg", "client CPU/msg":
+		if t := b.rep.Cost; t != nil {
+			for _, r := range t.Rows {
+				if r.Platform == row && r.Kind == kind && r.Step == step {
+					p := r.ServerMicros
+					if name == "client CPU/msg" {
+						p = r.ClientMicros
+					}
+					if p != nil {
+						return *p, true, false
+					}
+				}
+			}
+		}
+	case "out":
+		if t := b.rep.Capacity; t != nil {
+			for _, r := range t.Rows {
+				if r.Kind != kind || (r.Platform != row && r.Platform != row+" (private chat)") {
+					continue
+				}
+				for _, st := range r.Steps {
+					if st.Users == step {
+						return st.OutPerSecond, true, false
+					}
+				}
+			}
+		}
+	case "sequences", "cold p50", "warm p50":
+		if t := b.rep.Churn; t != nil {
+			for _, r := range t.Rows {
+				if r.Platform != row {
+					continue
+				}
+				for _, st := range r.Steps {
+					switch {
+					case st.Users != step:
+					case name == "sequences":
+						return st.SequencesPerSecond, st.SequencesPerSecond > 0, false
+					case name == "cold p50" && st.Cold != nil:
+						return ms(st.Cold.P50)
+					case name == "warm p50" && st.Warm != nil:
+						return ms(st.Warm.P50)
+					}
+				}
+			}
+		}
+	case "recovery":
+		if t := b.rep.Storm; t != nil {
+			for _, r := range t.Rows {
+				for _, st := range r.Steps {
+					if r.Platform == row && st.Users == step && st.RecoverySeconds != nil {
+						return *st.RecoverySeconds, true, false
+					}
+				}
+			}
+		}
+	}
+	return 0, false, false
 }
 
 // minUTestP is the smallest two-sided p-value of the Mann–Whitney U test
