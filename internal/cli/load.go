@@ -28,6 +28,10 @@ func init() { register(newLoadCmd) }
 // runCampaign is the engine; tests replace it.
 var runCampaign = campaign.Run
 
+// checkTarget is the check of the server before any run (preflight);
+// tests with a fake engine replace it.
+var checkTarget = preflight
+
 // markInt is an integer option of Mark's: a bad value is kept and refused
 // after parsing with Mark's message ("-rooms: value is not an integer
 // (abc)") so that it exits 2 with the usage.
@@ -600,6 +604,12 @@ func loadRun(cmd *cobra.Command, io *IO, o *loadOptions) error {
 		return err
 	}
 	cfg.CommandLine = commandLine(cmd)
+	if err := checkTarget(cmd.Context(), cfg); err != nil {
+		if o.json {
+			_ = writeJSONLine(io.Out, newJSONLine(cfg, nil, err))
+		}
+		return err
+	}
 	sink, err := newLoadSink(io, o, cfg)
 	if err != nil {
 		return err

@@ -28,7 +28,9 @@ func fakeLoad(t *testing.T, err error) *campaign.Config {
 		got = cfg
 		return &campaign.Result{}, err
 	}
-	t.Cleanup(func() { runCampaign = old })
+	oldCheck := checkTarget
+	checkTarget = func(context.Context, campaign.Config) error { return nil } // no server behind the fake
+	t.Cleanup(func() { runCampaign, checkTarget = old, oldCheck })
 	return &got
 }
 
@@ -180,8 +182,9 @@ func TestLoadEndToEnd(t *testing.T) {
 	assert.True(t, d.Passed)
 	assert.NotEmpty(t, d.CommandLine)
 
-	// Nothing listening: exit 1.
-	code, out, _ = run(t, "load", "-host", "127.0.0.1", "-port", "1", "-rooms", "1", "-users", "2", "-count", "1", "-file", "")
+	// Nothing listening: exit 1, said before any run.
+	code, out, errOut = run(t, "load", "-host", "127.0.0.1", "-port", "1", "-rooms", "1", "-users", "2", "-count", "1", "-file", "")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, out, "Failure            = refused")
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "nothing listens at 127.0.0.1:1 (connection refused)")
 }

@@ -70,13 +70,14 @@ func TestLoadJSON(t *testing.T) {
 	require.Len(t, l.Steps, 1)
 	assert.Equal(t, l.MsgsPerSec, l.Steps[0].MsgsPerSec)
 
-	// Nothing listening: the verdict is fail, exit 1, failures counted.
+	// Nothing listening: the verdict is fail, exit 1, no run (the check
+	// before the runs found no server).
 	code, out, _ = run(t, "load", "--json", "-host", "127.0.0.1", "-port", "1", "-rooms", "1", "-users", "2", "-count", "1", "-file", "")
 	assert.Equal(t, 1, code)
 	l = decodeLine(t, out)
 	assert.Equal(t, "fail", l.Verdict)
 	assert.Equal(t, 1, l.Exit)
-	assert.Positive(t, l.Failures)
+	assert.Zero(t, l.Runs)
 	assert.Zero(t, l.Score)
 	assert.Zero(t, l.MsgsPerSec)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,10 +32,11 @@ type loadSink struct {
 	progress *progressLine
 	many     bool
 	files    []string
+	cfg      campaign.Config
 }
 
 func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, error) {
-	s := &loadSink{output: o.output}
+	s := &loadSink{output: o.output, cfg: cfg}
 	s.out = &errWriter{w: streams.Out, name: "standard output"}
 	if o.output == "-" {
 		s.out.w, s.out.name, s.docOut = streams.Err, "standard error", streams.Out
@@ -42,8 +44,9 @@ func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, e
 	if o.json {
 		// standard output is the --json line's
 		s.out.w, s.out.name = streams.Err, "standard error"
-	} else if err := checkOutputPath(o.output); err != nil {
-		return nil, err
+	}
+	if err := checkOutputPath(o.output); err != nil {
+		return nil, err // with --json too (it was skipped: refused only after the run)
 	}
 	s.screen, s.verbose = s.out, o.verbose
 	if !o.verbose {
@@ -83,6 +86,9 @@ func (s *loadSink) Progress(p func() campaign.Progress) { s.progress.show(p) }
 
 func (s *loadSink) RunDone(r campaign.RunInfo, d *results.Document) error {
 	s.progress.end()
+	if cause := diagnoseHTTP(context.Background(), s.cfg, d); cause != "" {
+		d.Warnings = append(d.Warnings, cause)
+	}
 	if s.verbose {
 		loadtext.Run(s.text, d)
 	} else {

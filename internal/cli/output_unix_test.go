@@ -51,10 +51,11 @@ func TestReportOutputNeverReplacesNonRegular(t *testing.T) {
 // TestLoadOutputNeverReplacesNonRegular: so does load, before any run.
 func TestLoadOutputNeverReplacesNonRegular(t *testing.T) {
 	link, fifo, target := nonRegular(t)
-	for _, p := range []string{link, fifo, "/dev/null"} {
+	for _, args := range [][]string{{"-o", link}, {"-o", fifo}, {"-o", "/dev/null"}, {"--json", "-o", fifo}} {
+		p := args[len(args)-1]
 		ran := false
 		got := fakeLoad(t, nil)
-		code, _, errOut := run(t, "load", "-o", p)
+		code, _, errOut := run(t, append([]string{"load"}, args...)...)
 		ran = got.Steps != nil
 		assert.Equal(t, 2, code, p)
 		assert.False(t, ran, "no run starts")

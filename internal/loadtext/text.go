@@ -120,6 +120,10 @@ func Run(w io.Writer, d *results.Document) { run(w, d, true) }
 func RunShort(w io.Writer, d *results.Document) { run(w, d, false) }
 
 func run(w io.Writer, d *results.Document, full bool) {
+	if NoneGotIn(d) {
+		noneGotIn(w, d)
+		return
+	}
 	ms := d.ElapsedMillis()
 	if d.Churn != nil {
 		writeChurnLines(w, d, ms, full)
@@ -238,6 +242,32 @@ func run(w io.Writer, d *results.Document, full bool) {
 	} else if !d.Passed {
 		fmt.Fprintln(w, "Test failed.")
 	}
+}
+
+// NoneGotIn reports whether a failed run got no user into a room, so that
+// it measured nothing.
+func NoneGotIn(d *results.Document) bool {
+	if d == nil || d.Passed || d.Interrupted || d.Counts.Total > 0 || len(d.Failures) == 0 {
+		return false
+	}
+	if c := d.Connections.Carried; c != nil {
+		return *c == 0
+	}
+	return d.Connections.Established == 0
+}
+
+// noneGotIn writes a run that got no user into a room: its connections and
+// why, not Mark's lines of zeros.
+func noneGotIn(w io.Writer, d *results.Document) {
+	c := d.Connections
+	fmt.Fprintf(w, "No user got into a room (%d of %d connections established): nothing was measured.\n", c.Established, c.Attempted)
+	for _, f := range d.Failures {
+		fmt.Fprintf(w, "Failure            = %s (%d): %s\n", f.Kind, f.Count, f.Explained())
+	}
+	for _, x := range d.Warnings {
+		fmt.Fprintf(w, "Warning            = %s\n", x)
+	}
+	fmt.Fprintln(w, "Test failed.")
 }
 
 // integrityLine is the ledger in one line: loss, duplication and

@@ -2,6 +2,7 @@ package loadtext
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -157,4 +158,30 @@ Rooms 15 (300 connections):
 	b.Reset()
 	Summary(&b, []campaign.Step{step(doc(1, 0), doc(2, 0), doc(3, 0), doc(4, 598205))})
 	assert.Contains(t, b.String(), "  score = ---- (too few counted runs lasted a second: raise -count)\n")
+}
+
+// TestNoneGotIn: a failed run that got no user into a room prints its
+// connections and why, not Mark's lines of zeros; a run that measured
+// anything prints them.
+func TestNoneGotIn(t *testing.T) {
+	d := &results.Document{
+		Connections: results.Connections{Attempted: 40},
+		Failures:    []results.Failure{{Kind: results.FailRefused, Count: 40, Example: "Mark1 in Room1: connect: dial tcp 127.0.0.1:8000: connect: connection refused"}},
+	}
+	d.Derive()
+	require.True(t, NoneGotIn(d))
+	for _, write := range []func(io.Writer, *results.Document){Run, RunShort} {
+		var b bytes.Buffer
+		write(&b, d)
+		assert.Equal(t, "No user got into a room (0 of 40 connections established): nothing was measured.\n"+
+			"Failure            = refused (40): Mark1 in Room1: connect: dial tcp 127.0.0.1:8000: connect: connection refused\n"+
+			"Test failed.\n", b.String())
+	}
+	carried := int64(3)
+	d.Connections.Established, d.Connections.Carried = 40, &carried
+	assert.False(t, NoneGotIn(d), "3 users in rooms: a run, if a failed one")
+	d.Connections.Carried = nil
+	assert.False(t, NoneGotIn(d))
+	d.Connections.Established, d.Passed = 0, true
+	assert.False(t, NoneGotIn(d), "a passed run")
 }
