@@ -513,6 +513,13 @@ func (l *loop[X]) takeQueue() (q []*sock[X], stop bool) {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	if l.stop {
+		// What was posted since its last round is let go: the server
+		// stops when every connection is released, so these are late
+		// wake-ups of released ones.
+		for _, k := range l.queue {
+			k.queued = false
+		}
+		l.queue = nil
 		return nil, true
 	}
 	q = l.queue
