@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/volanogo/volanogo/internal/campaign"
 	"github.com/volanogo/volanogo/internal/loadtext"
@@ -71,12 +72,18 @@ func newLoadSink(streams *IO, o *loadOptions, cfg campaign.Config) (*loadSink, e
 	}
 	if !o.quiet && (o.progress || isTerminal(streams.Err)) {
 		s.progress = newProgressLine(streams.Err)
+		if cfg.FindLimit == nil {
+			s.progress.eta.plan(cfg.Steps, len(cfg.ServerCPUs), cfg.Spec.Count > 0)
+		}
 	}
 	return s, nil
 }
 
 func (s *loadSink) RunStarting(r campaign.RunInfo) {
 	s.many = r.Many
+	if s.progress != nil {
+		s.progress.eta.runStarting(r, time.Now())
+	}
 	if r.Many {
 		loadtext.RunHeading(s.text, r)
 	}
@@ -86,6 +93,9 @@ func (s *loadSink) Progress(p func() campaign.Progress) { s.progress.show(p) }
 
 func (s *loadSink) RunDone(r campaign.RunInfo, d *results.Document) error {
 	s.progress.end()
+	if s.progress != nil {
+		s.progress.eta.runDone(time.Now())
+	}
 	if cause := diagnoseHTTP(context.Background(), s.cfg, d); cause != "" {
 		d.Warnings = append(d.Warnings, cause)
 	}
