@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/volanogo/volanogo/internal/broker"
 	"github.com/volanogo/volanogo/internal/campaign"
 	"github.com/volanogo/volanogo/internal/loadtext"
 	"github.com/volanogo/volanogo/internal/results"
@@ -48,6 +49,10 @@ func preflight(ctx context.Context, cfg campaign.Config) error {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	c, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
 	if err != nil {
+		if cfg.Transport != swarm.TransportTCP && errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("nothing listens at %s (connection refused): start the %s broker first, or let load start one for each run (--serve %s)",
+				addr, cfg.Transport, strings.Join(broker.ServerNames(), "|"))
+		}
 		return dialFailed(addr, err)
 	}
 	return c.Close()

@@ -81,6 +81,10 @@ func TestLoadRefusedBeforeAnyRun(t *testing.T) {
 	code, _, errOut = run(t, "load", "--url", "ws://127.0.0.1:"+port+"/chat", "-file", "")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "nothing listens at 127.0.0.1:"+port)
+
+	code, _, errOut = run(t, "load", "--url", "nats://127.0.0.1:"+port, "-file", "")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "start the nats broker first, or let load start one for each run (--serve nats-server|")
 }
 
 // fakeVolano answers like a VOLANO chat port: an Access request gets an
