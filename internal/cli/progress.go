@@ -102,8 +102,7 @@ type rateMeter struct {
 	last   int64
 	at     time.Time
 	valid  bool
-	s, w   float64 // the weighted rate and the weight so far
-	latest float64
+	s, w  float64 // the weighted rate and the weight so far
 }
 
 func (r *rateMeter) update(total int64, now time.Time) (float64, bool) {
