@@ -99,9 +99,9 @@ const rateTau = 5 * time.Second
 // samples (rateTau), corrected for its start so that the first seconds are
 // their plain mean rather than a rate pulled towards zero.
 type rateMeter struct {
-	last   int64
-	at     time.Time
-	valid  bool
+	last  int64
+	at    time.Time
+	valid bool
 	s, w  float64 // the weighted rate and the weight so far
 }
 
