@@ -440,7 +440,11 @@ func summary(w io.Writer, steps []campaign.Step, full bool) {
 		}
 		switch t := s.Tally; {
 		case t.HasScore():
-			fmt.Fprintf(w, "  score (%s) = %d messages per second, median %.0f\n", ruleWords(s), t.Score, t.Median)
+			unit := "messages per second"
+			if !full {
+				unit = "msg/s"
+			}
+			fmt.Fprintf(w, "  score (%s) = %d %s, median %.0f\n", ruleWords(s), t.Score, unit, t.Median)
 		case t.NoScore:
 			fmt.Fprintf(w, "  score = ---- (too few counted runs lasted a second: raise -count)\n")
 		default:

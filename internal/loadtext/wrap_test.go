@@ -95,4 +95,15 @@ func TestRunShortFits(t *testing.T) {
 	SummaryShort(w, []campaign.Step{{Rooms: 950, Docs: []*results.Document{d}}})
 	require.NoError(t, w.Flush())
 	assert.Contains(t, sum.String(), "  run 1: 298765 msg/s; CPU/msg: server 32.49, client 9.42 µs\n")
+
+	// The score line fits too, the run rule's words and all.
+	sum.Reset()
+	steps := []campaign.Step{{Rooms: 2, Docs: []*results.Document{}}}
+	for run := 1; run <= 5; run++ {
+		steps[0].Docs = append(steps[0].Docs, &results.Document{Run: run, Passed: true, Score: int64(90000 + run), Discarded: run == 1, Config: results.Config{Users: 20}})
+	}
+	counted, _, _ := results.DefaultRunRule.Counted(steps[0].Docs)
+	steps[0].Tally = results.DefaultRunRule.Tally(counted)
+	SummaryShort(&sum, steps)
+	assert.Contains(t, sum.String(), "  score (best 2 of 3; the last 1 not counted) = 90004 msg/s, median 90003\n")
 }
