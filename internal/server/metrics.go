@@ -46,7 +46,8 @@ const (
 	// sessions) the connection was not in.
 	ReasonNotInRoom = "not_in_room"
 	// ReasonNotWebSocket: a plain HTTP request on the WebSocket listener,
-	// answered with its HTTP error and closed (never counted as accepted).
+	// answered with its HTTP error and closed, or bytes that cannot begin
+	// an HTTP request, closed at once (never counted as accepted).
 	ReasonNotWebSocket = "not_websocket"
 
 	ReasonMaxConns  = "max_connections" // refused at accept: --max-connections

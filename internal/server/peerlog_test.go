@@ -52,6 +52,30 @@ func TestPlainHTTPOnWebSocketPort(t *testing.T) {
 	assert.IsType(t, &protocol.Access{}, w.expect())
 }
 
+// TestNotHTTPOnWebSocketPort: bytes that cannot begin an HTTP request (a
+// VOLANO client pointed at the WebSocket port, a TLS hello) are closed at
+// once and counted as not_websocket, not held until the handshake timeout.
+func TestNotHTTPOnWebSocketPort(t *testing.T) {
+	s := startServer(t, Config{WSListen: "127.0.0.1:0", HandshakeTimeout: 30 * time.Second})
+	access, err := markAccess("").AppendPacket(nil)
+	require.NoError(t, err)
+	for _, first := range [][]byte{access, {0x16, 0x03, 0x01, 0x00, 0x05}} {
+		nc, err := net.Dial("tcp", s.WSAddr().String())
+		require.NoError(t, err)
+		_, err = nc.Write(first)
+		require.NoError(t, err)
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		start := time.Now()
+		_, err = io.ReadAll(nc)
+		assert.NoError(t, err, "closed by the server, not by the read deadline")
+		assert.Less(t, time.Since(start), 5*time.Second, "closed well before the handshake timeout")
+		nc.Close()
+	}
+	waitFor(t, "both counted", func() bool { return s.counters.closed[ReasonNotWebSocket].Load() == 2 })
+	assert.Zero(t, s.counters.closed[ReasonHandshakeTimeout].Load())
+	assert.Zero(t, s.counters.accepted[1].Load(), "no WebSocket accepted")
+}
+
 // TestAccessDeniedLogBounded: the debug line of a refused Access quotes
 // at most 64 bytes of each of the peer's strings, and a flood of refused
 // Access requests makes one such line a second, saying how many it left

@@ -136,10 +136,28 @@ type handshakeConn struct {
 	s        *Server
 	upgraded atomic.Bool
 	counted  atomic.Bool
+	began    bool // a byte was read (by the HTTP server's goroutine)
 }
+
+// errNotHTTP ends a connection on the WebSocket listener whose first byte
+// cannot begin an HTTP request.
+var errNotHTTP = errors.New("not an HTTP request")
 
 func (c *handshakeConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if !c.began && n > 0 {
+		c.began = true
+		// A request line begins with its method, a token of letters: a
+		// VOLANO packet (a client at the wrong port: its length first) or
+		// a TLS hello is closed now, not left to the handshake timeout.
+		if b := p[0]; (b < 'A' || b > 'Z') && (b < 'a' || b > 'z') {
+			if c.counted.CompareAndSwap(false, true) {
+				c.s.counters.closed[ReasonNotWebSocket].Add(1)
+				c.s.warn.note("closed", ReasonNotWebSocket, c.RemoteAddr().String(), "")
+			}
+			return 0, errNotHTTP
+		}
+	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.upgraded.Load() && c.counted.CompareAndSwap(false, true) {
 		c.s.counters.closed[ReasonHandshakeTimeout].Add(1)
 		c.s.warn.note("closed", ReasonHandshakeTimeout, c.RemoteAddr().String(), "")
