@@ -257,17 +257,21 @@ func (c *Conn) fill() error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, io.EOF) && c.lastErr != "" {
+	if err == io.EOF {
 		return &ClosedError{Protocol: c.o.Protocol, Text: c.lastErr}
 	}
 	return err
 }
 
-// ClosedError is the end of a stream that the broker closed after it
-// reported an error (a slow consumer, say).
+// ClosedError is the end of a stream that the broker closed, with the
+// error it reported before, if any.
 type ClosedError struct{ Protocol, Text string }
 
 func (e *ClosedError) Error() string {
+	if e.Text == "" {
+		// nats-server and redis-server cut a slow consumer without a word.
+		return fmt.Sprintf("the %s broker closed the connection without an error (a slow consumer cut: see the broker's log; or the broker stopped)", e.Protocol)
+	}
 	return fmt.Sprintf("the %s broker closed the connection after: %s", e.Protocol, e.Text)
 }
 func (e *ClosedError) Unwrap() error { return io.EOF }

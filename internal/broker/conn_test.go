@@ -197,3 +197,31 @@ func TestASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentClose: a broker that closes the connection without an error
+// (nats-server and redis-server cutting a slow consumer) ends the stream
+// with a ClosedError that says so, after the deliveries before it.
+func TestSilentClose(t *testing.T) {
+	for _, proto := range Protocols {
+		var in []byte
+		switch proto {
+		case NATS:
+			in = []byte("MSG p.Room1 1 11\r\nCMark2 hi 1\r\n")
+		case Redis:
+			in = []byte(">3\r\n$7\r\nmessage\r\n$7\r\np.Room1\r\n$11\r\nCMark2 hi 1\r\n")
+		case MQTT:
+			in = mqttPub("CMark2 hi 1")
+		}
+		s := &script{in: in, chunk: 4096}
+		rd := protocol.NewReader(entered(t, proto, s), 0)
+		p, err := rd.ReadPacket()
+		require.NoError(t, err, proto)
+		assert.Equal(t, "Chat indication Mark2 hi 1", describe(p), proto)
+		_, err = rd.ReadPacket()
+		var ce *ClosedError
+		require.ErrorAs(t, err, &ce, proto)
+		assert.ErrorIs(t, err, io.EOF)
+		assert.Empty(t, ce.Text)
+		assert.EqualError(t, err, "the "+proto+" broker closed the connection without an error (a slow consumer cut: see the broker's log; or the broker stopped)")
+	}
+}
