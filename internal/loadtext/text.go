@@ -164,10 +164,15 @@ func run(w io.Writer, d *results.Document, full bool) {
 	if c.ConnectRate > 0 && d.Config.ConnectRate > 0 {
 		rate = fmt.Sprintf(", %.0f a second of the %.0f asked", c.ConnectRate, d.Config.ConnectRate)
 	}
-	if full {
+	switch {
+	case len(d.Config.ClientCommand) > 0 && c.Attempted == 0:
+		// An external client (--client-cmd) made the connections; it
+		// reports none of them, so 0 of 0 would mislead.
+		fmt.Fprintf(w, "Connections        = made by the client command (not counted), set-up %.3f s\n", d.SetupSeconds)
+	case full:
 		fmt.Fprintf(w, "Connections        = %d established of %d attempted%s, peak %d, set-up %.3f s%s\n",
 			c.Established, c.Attempted, carried, c.Peak, d.SetupSeconds, rate)
-	} else {
+	default:
 		fmt.Fprintf(w, "Connections        = %d of %d%s, peak %d, set-up %.3f s%s\n",
 			c.Established, c.Attempted, carried, c.Peak, d.SetupSeconds, rate)
 	}

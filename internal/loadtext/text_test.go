@@ -185,3 +185,28 @@ func TestNoneGotIn(t *testing.T) {
 	d.Connections.Established, d.Passed = 0, true
 	assert.False(t, NoneGotIn(d), "a passed run")
 }
+
+// An external client (--client-cmd, the original Mark) reports no
+// connections: the line says so rather than "0 of 0", and keeps the set-up.
+func TestRunClientCommand(t *testing.T) {
+	d := &results.Document{
+		Counts:         results.Counts{Sent: 800, Received: 15200},
+		ElapsedSeconds: 1.3,
+		SetupSeconds:   0.667,
+		Config:         results.Config{ClientCommand: []string{"/bin/sh", "-c", "mark.sh -run"}},
+	}
+	d.Derive()
+	for _, run := range []func(io.Writer, *results.Document){Run, RunShort} {
+		var b bytes.Buffer
+		run(&b, d)
+		assert.Contains(t, b.String(), "Connections        = made by the client command (not counted), set-up 0.667 s\n")
+		assert.NotContains(t, b.String(), "0 of 0")
+	}
+
+	// volanogo's own swarm keeps its counts.
+	d.Config.ClientCommand = nil
+	d.Connections = results.Connections{Attempted: 40, Established: 40, Peak: 40}
+	var b bytes.Buffer
+	RunShort(&b, d)
+	assert.Contains(t, b.String(), "Connections        = 40 of 40, peak 40, set-up 0.667 s\n")
+}
