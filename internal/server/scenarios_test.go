@@ -263,6 +263,35 @@ func testScenarios(t *testing.T, engine string) {
 		assert.Equal(t, &protocol.ExitPrivate{Type: protocol.Indication, RoomID: id, FromName: "bob"}, a.expect())
 		assert.Equal(t, &protocol.ExitRoom{Type: protocol.Indication, RoomName: "ProbeRoom13b", UserName: "bob"}, a.expect())
 	})
+	t.Run("18 private session edge cases", func(t *testing.T) {
+		a := dial(t, s)
+		a.access("ProbeRoom18")
+		a.enter("ProbeRoom18", "alice")
+		b := dial(t, s)
+		b.access("ProbeRoom18")
+		b.enter("ProbeRoom18", "bob")
+		a.expect()
+
+		// Inviting oneself: a confirm and no indication.
+		a.send(&protocol.EnterPrivate{Type: protocol.Request, RoomName: "ProbeRoom18", FromName: "alice", ToName: "alice"})
+		self := a.expect().(*protocol.EnterPrivate)
+		assert.Equal(t, protocol.Confirm, self.Type)
+		assert.Equal(t, "alice", self.ToName)
+		// Inviting someone not in the room, or an unknown session's exit: nothing.
+		a.send(&protocol.EnterPrivate{Type: protocol.Request, RoomName: "ProbeRoom18", FromName: "alice", ToName: "nobody"})
+		a.send(&protocol.ExitPrivate{Type: protocol.Request, RoomID: 1 << 30, FromName: "alice"})
+		a.expectNothing(100 * time.Millisecond)
+		b.expectNothing(10 * time.Millisecond)
+
+		a.send(&protocol.EnterPrivate{Type: protocol.Request, RoomName: "ProbeRoom18", FromName: "alice", ToName: "bob"})
+		id := a.expect().(*protocol.EnterPrivate).RoomID
+		b.expect()
+		// The registered name replaces the one given, the text is trimmed,
+		// the room name and the question flag pass as sent.
+		a.send(&protocol.Chat{Type: protocol.Request, Question: true, RoomID: id, RoomName: "ProbeRoom18", UserName: "zed", Text: " two "})
+		assert.Equal(t, &protocol.Chat{Type: protocol.Indication, Question: true, RoomID: id, RoomName: "ProbeRoom18", UserName: "alice", Text: "two"}, b.expect())
+		a.expectNothing(50 * time.Millisecond)
+	})
 	t.Run("14 exit room and disconnect", func(t *testing.T) {
 		var cs []*client
 		for _, n := range []string{"alice", "bob", "carol"} {
