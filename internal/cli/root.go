@@ -92,7 +92,41 @@ report that turns runs into scores, scalability tables and footnotes.`,
 		c.SetFlagErrorFunc(flagError)
 		root.AddCommand(c)
 	}
+	// cobra's completion command, added now rather than at Execute so that
+	// its help is in the tree the width test walks, wrapped to helpWidth
+	// (cobra's bash help has an 82-column line).
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			for _, sub := range c.Commands() {
+				sub.Long = wrapLines(sub.Long, helpWidth)
+			}
+		}
+	}
 	return root
+}
+
+// wrapLines breaks each line of s wider than width at its last space that
+// fits, the continuation indented as the line was.
+func wrapLines(s string, width int) string {
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+		for len([]rune(line)) > width {
+			r := []rune(line)
+			cut := strings.LastIndex(string(r[:width+1]), " ")
+			if cut <= len(indent) {
+				break // one word wider than width: left whole
+			}
+			b.WriteString(line[:cut] + "\n")
+			line = indent + strings.TrimLeft(line[cut:], " ")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // flagError makes a bad flag a usage error, and names the flags an
