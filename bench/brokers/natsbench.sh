@@ -1,28 +1,40 @@
 #!/bin/sh
 # natsbench.sh: volanogo load's client against `nats bench` (natscli), the
-# NATS project's own tool, for the same deliveries: one publisher and 19
-# subscribers per subject, 70-byte messages (volanogo's chat publications
-# are 66 to 70 bytes), each against a fresh nats-server, in alternation
-# over ROUNDS rounds; and, with a third argument, against the same
-# turn-taking written with nats.go (bench/brokers/natsgo). Prints each
-# one's client CPU per message (user + system of the whole client process
-# over the messages sent and received: MSGS published, 19 x MSGS
-# delivered) and the ratios, with the medians.
+# NATS project's own tool, for the same deliveries at the same rate: one
+# publisher and 19 subscribers per subject, 70-byte messages (volanogo's
+# chat publications are 66 to 70 bytes), each run against a fresh
+# nats-server. The CPU per message of a client depends on its rate (a
+# subscriber woken for each message pays a wake-up each; one that wakes to
+# dozens shares it), so each round compares the two at the same rates:
+#
+#   turns    volanogo's turn-taking (Mark's workload: one chat a room in
+#            flight, MSGS chats), then nats bench publishing the same MSGS
+#            throttled to the chat rate volanogo reached (--throughput);
+#   paced    volanogo paced (each of the room's 20 users a chat every
+#            20/RATE s: RATE chats a second asked), then nats bench at the
+#            rate volanogo reached, PACED messages each;
+#   flood    nats bench unthrottled, PACED messages: its own ceiling, and
+#            the rate it reached, for reference.
+#
+# and with a third argument the same turn-taking written with nats.go
+# (bench/brokers/natsgo). Client CPU per message is user + system of the
+# whole client processes (nats bench: the publisher's and the 19
+# subscribers') over the messages sent and received: one published and 19
+# delivered a chat. volanogo's users also read their own chats' echoes
+# (the chat's confirm), which it does not count: 20 deliveries a chat.
+# Prints each round's figures and ratios, in alternating order, then the
+# medians of the rounds.
 #
 #   bench/brokers/natsbench.sh VOLANOGO NATS [NATSGO]
 #
 # NATS is natscli's binary (go install
 # github.com/nats-io/natscli/nats@v0.5.0), NATSGO bench/brokers/natsgo's
 # (go build there): this script builds neither. ROUNDS (3), MSGS (20000,
-# the messages published per run), ROOMS (1: one subject, as nats bench
-# has; 15 spreads the same messages over 15 rooms of 20, 15 subjects).
-# volanogo's users take turns, one chat a room in flight (Mark's
-# workload), each delivery a wake-up of its reader; nats bench publishes
-# as fast as it can, and its subscribers read many messages a wake-up.
-# volanogo's and natsgo's clients also read their own chats' echoes (the
-# chat's confirm): 20 deliveries a chat where nats bench counts 19.
+# the chats of a turn-taking run), RATE (20000 chats a second, paced),
+# PACED (100000, the chats of a paced or flood run).
 set -eu
 . "$(dirname "$0")/../lib.sh"
+PATH=$PATH:/usr/sbin:/usr/local/sbin # where Debian puts nats-server
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then
 	echo "usage: $0 VOLANOGO NATS [NATSGO]" >&2
 	exit 2
@@ -32,23 +44,39 @@ nats=$2
 natsgo=${3:-}
 rounds=${ROUNDS:-3}
 msgs=${MSGS:-20000}
-rooms=${ROOMS:-1}
+rate=${RATE:-20000}
+paced=${PACED:-100000}
 tmp=$(mktemp -d)
-pid=
+# The broker's pid is kept in a file: the measurements run in subshells.
+stop() {
+	if [ -s "$tmp/server.pid" ]; then
+		p=$(cat "$tmp/server.pid")
+		kill "$p" 2>/dev/null || true
+		# Until it is gone or a zombie (started in a subshell, it is not
+		# this shell's to reap), 5 s at most.
+		i=0
+		while [ $i -lt 100 ] && [ -e "/proc/$p" ] && ! grep -q ') Z' "/proc/$p/stat" 2>/dev/null; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		: >"$tmp/server.pid"
+	fi
+}
 cleanup() {
-	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	stop
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # broker: a fresh nats-server on a free loopback port, in $url.
 broker() {
-	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	stop
 	p=$(port)
 	nats-server -a 127.0.0.1 -p "$p" >"$tmp/server.log" 2>&1 &
-	pid=$!
+	echo $! >"$tmp/server.pid"
 	url=nats://127.0.0.1:$p
 	i=0
 	until "$nats" --server "$url" server check connection >/dev/null 2>&1 || [ $i -ge 100 ]; do
@@ -57,19 +85,18 @@ broker() {
 	done
 }
 
-# cpu FILE: user + system seconds that /usr/bin/time wrote to FILE.
-cpu() { awk '{ s += $1 + $2 } END { print s }' "$1"; }
+# cpu FILE...: user + system seconds that /usr/bin/time wrote to FILEs.
+cpu() { cat "$@" | awk '{ s += $1 + $2 } END { print s }'; }
 
-per_msg() { awk -v c="$1" -v m="$2" 'BEGIN { printf "%.3f", c / m * 1e6 }'; }
+# per_msg SECONDS CHATS: µs of CPU per message, 20 messages a chat.
+per_msg() { awk -v c="$1" -v m="$2" 'BEGIN { printf "%.3f", c / m / 20 * 1e6 }'; }
 
-total=$((msgs * 20))
-: >"$tmp/rows"
-r=1
-while [ "$r" -le "$rounds" ]; do
-	# nats bench: 19 subscribers (one process), then the publisher.
+# natsbench MSGS [THROUGHPUT]: nats bench's µs per message (19
+# subscribers in one process, then the publisher) and its rate.
+natsbench() {
 	broker
 	/usr/bin/time -f '%U %S' -o "$tmp/sub.time" "$nats" --server "$url" bench sub volanogo --clients 19 \
-		--msgs "$msgs" --size 70 --no-progress >"$tmp/sub.out" 2>&1 &
+		--msgs "$1" --size 70 --no-progress >"$tmp/sub.out" 2>&1 &
 	sub=$!
 	i=0
 	until grep -q 'Starting' "$tmp/sub.out" 2>/dev/null || [ $i -ge 100 ]; do
@@ -77,30 +104,84 @@ while [ "$r" -le "$rounds" ]; do
 		i=$((i + 1))
 	done
 	sleep 1 # the 19 subscriptions reach the server
+	throttle=
+	[ -z "${2:-}" ] || throttle=--throughput=$2
+	# shellcheck disable=SC2086 # $throttle is one argument or none
 	/usr/bin/time -f '%U %S' -o "$tmp/pub.time" "$nats" --server "$url" bench pub volanogo --clients 1 \
-		--msgs "$msgs" --size 70 --no-progress >"$tmp/pub.out" 2>&1
+		--msgs "$1" --size 70 $throttle --no-progress >"$tmp/pub.out" 2>&1
 	wait "$sub"
-	nb=$(per_msg "$(cat "$tmp/sub.time" "$tmp/pub.time" | cpu /dev/stdin)" "$total")
+	echo "$(per_msg "$(cpu "$tmp/sub.time" "$tmp/pub.time")" "$1")" \
+		"$(sed -n 's/.*publisher stats: \([0-9,]*\) msgs\/sec.*/\1/p' "$tmp/pub.out" | tr -d ,)"
+}
 
-	# volanogo: the same messages as chats, rooms of 20 taking turns.
+# volanogo ARGS...: volanogo load's µs per message (the whole process)
+# over its chats, one room of 20, and its chat rate.
+volanogo() {
 	broker
-	count=$((msgs / rooms / 20))
-	/usr/bin/time -f '%U %S' -o "$tmp/vg.time" "$vg" load --url "$url" -rooms "$rooms" -count "$count" \
-		-runs 1 --quiet -file '' --json >"$tmp/vg.json" 2>"$tmp/vg.err" || { cat "$tmp/vg.err" >&2; exit 1; }
-	sent=$((rooms * 20 * count * 20))
-	vgw=$(per_msg "$(cpu "$tmp/vg.time")" "$sent")
-	vgt=$(field client_cpu_per_msg_us <"$tmp/vg.json")
+	/usr/bin/time -f '%U %S' -o "$tmp/vg.time" "$vg" load --url "$url" -rooms 1 -runs 1 --quiet -file '' --json "$@" \
+		>"$tmp/vg.json" 2>"$tmp/vg.err" || { tail -5 "$tmp/vg.err" >&2; echo "volanogo load $*" >"$tmp/failed"; }
+	echo "$(per_msg "$(cpu "$tmp/vg.time")" "$(($(field count <"$tmp/vg.json") * 20))")" \
+		"$(awk -v m="$(field msgs_per_sec <"$tmp/vg.json")" 'BEGIN { printf "%d", m / 20 }')"
+}
+
+echo "machine: $(nproc) processors, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg); $("$nats" --version) against $(nats-server --version)"
+count=$((msgs / 20))
+pcount=$((paced / 20))
+pause=$(awk -v r="$rate" 'BEGIN { printf "%.6fs", 20 / r }')
+: >"$tmp/rows"
+
+# turns and paced: volanogo, then nats bench at the rate volanogo reached.
+# shellcheck disable=SC2046 # each measurement gives two words: µs, rate
+turns() {
+	set -- $(volanogo -count "$count")
+	vt=${1:-0} trate=${2:-1}
+	set -- $(natsbench "$msgs" "$trate")
+	nt=${1:-0} ntrate=${2:-0}
+}
+# shellcheck disable=SC2046
+paced() {
+	set -- $(volanogo -count "$pcount" -pause "$pause" --slo 1m)
+	vp=${1:-0} vprate=${2:-1}
+	set -- $(natsbench "$paced" "$vprate")
+	np=${1:-0} nprate=${2:-0}
+}
+
+r=1
+while [ "$r" -le "$rounds" ]; do
+	# Odd rounds run the turn-taking pair first, even rounds the paced.
+	if [ $((r % 2)) = 1 ]; then
+		turns
+		paced
+	else
+		paced
+		turns
+	fi
+	# shellcheck disable=SC2046 # two words: µs, rate
+	set -- $(natsbench "$paced")
+	nf=${1:-0} nfrate=${2:-0}
+	if [ -e "$tmp/failed" ]; then
+		echo "$0: failed: $(cat "$tmp/failed")" >&2
+		exit 1
+	fi
 	ng=0
 	if [ -n "$natsgo" ]; then
 		# The same turn-taking with nats.go.
 		broker
-		/usr/bin/time -f '%U %S' -o "$tmp/ng.time" "$natsgo" -url "$url" -rooms "$rooms" -count "$count" >"$tmp/ng.json"
-		ng=$(per_msg "$(cpu "$tmp/ng.time")" "$sent")
+		/usr/bin/time -f '%U %S' -o "$tmp/ng.time" "$natsgo" -url "$url" -rooms 1 -count "$count" >"$tmp/ng.json"
+		ng=$(per_msg "$(cpu "$tmp/ng.time")" "$msgs")
 	fi
-	echo "round $r: nats bench $nb µs, nats.go taking turns $ng µs, volanogo $vgw µs (timed phase alone $vgt µs) per message"
-	echo "$vgw $nb $ng" >>"$tmp/rows"
+	echo "round $r (µs of client CPU per message, at chats a second):"
+	echo "  turns: volanogo $vt at $trate, nats bench $nt at $ntrate: volanogo/nats bench $(awk -v a="$vt" -v b="$nt" 'BEGIN { printf "%.2f", a / b }')"
+	echo "  paced: volanogo $vp at $vprate, nats bench $np at $nprate: volanogo/nats bench $(awk -v a="$vp" -v b="$np" 'BEGIN { printf "%.2f", a / b }')"
+	echo "  flood: nats bench $nf at $nfrate; nats.go taking turns $ng"
+	echo "$vt $nt $vp $np $nf $ng $trate $vprate $nfrate" >>"$tmp/rows"
 	r=$((r + 1))
 done
-awk -v n="$(awk '{ print $2 }' "$tmp/rows" | med)" -v v="$(awk '{ print $1 }' "$tmp/rows" | med)" -v g="$(awk '{ print $3 }' "$tmp/rows" | med)" \
-	-v vn="$(awk '{ print $1 / $2 }' "$tmp/rows" | med)" -v vg="$(awk '$3 > 0 { print $1 / $3 }' "$tmp/rows" | med)" \
-	'BEGIN { printf "medians: nats bench %.3f µs, nats.go taking turns %.3f µs, volanogo %.3f µs per message; volanogo/nats bench %.2f, volanogo/nats.go %.2f\n", n, g, v, vn, vg }'
+col() { awk -v c="$1" '{ print $c }' "$tmp/rows" | med; }
+ratio() { awk -v a="$1" -v b="$2" '$b > 0 { print $a / $b }' "$tmp/rows"; }
+rmed() { ratio "$1" "$2" | med | awk '{ printf "%.2f", $1 }'; }
+echo "medians of $rounds rounds (µs per message):"
+echo "  turns at $(col 7) chats/s: volanogo $(col 1), nats bench $(col 2); volanogo/nats bench $(rmed 1 2) (rounds $(ratio 1 2 | span))"
+echo "  paced at $(col 8) chats/s (asked $rate): volanogo $(col 3), nats bench $(col 4); volanogo/nats bench $(rmed 3 4) (rounds $(ratio 3 4 | span))"
+echo "  flood at $(col 9) chats/s: nats bench $(col 5)"
+[ -z "$natsgo" ] || echo "  nats.go taking turns $(col 6); volanogo/nats.go $(rmed 1 6) (rounds $(ratio 1 6 | span))"

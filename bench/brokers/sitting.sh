@@ -4,15 +4,20 @@
 # discarded) against a fresh nats-server, redis-server, mosquitto and
 # volanogo serve (ENGINE, epoll by default) at each of SIZES rooms of 20,
 # the kernel floor read before each of volanogo serve's steps (load
-# --floor), then each server once at MEMROOMS rooms (9,500 connections at
-# 475) for its memory per connection; then the Volano Report of all of it.
+# --floor, recorded for the report's efficiency) and bench/floor.c's
+# beside it (built here with cc -O2: its line in DIR/floor-c-N.txt), then
+# each server once at MEMROOMS rooms (9,500 connections at 475) for its
+# memory per connection; then, when NATS names natscli's binary, the
+# client-cost comparison (natsbench.sh, in DIR/natsbench.txt); then the
+# Volano Report of all of it.
 #
 #   bench/brokers/sitting.sh VOLANOGO [DIR]
 #
 # DIR (a new temporary directory by default) keeps the result documents
 # and report.md. SIZES ("15 50"), COUNT (100), RUNS (4), MEMROOMS (475; 0
 # leaves the step out), MEMCOUNT (2), SERVERS ("nats-server redis-server
-# mosquitto volanogo").
+# mosquitto volanogo"), ENGINE (volanogo serve's: epoll), NATS and NATSGO
+# (natsbench.sh's second and third arguments; none: no comparison).
 set -eu
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 	echo "usage: $0 VOLANOGO [DIR]" >&2
@@ -28,6 +33,13 @@ memrooms=${MEMROOMS:-475}
 memcount=${MEMCOUNT:-2}
 servers=${SERVERS:-nats-server redis-server mosquitto volanogo}
 engine=${ENGINE:-epoll}
+nats=${NATS:-}
+natsgo=${NATSGO:-}
+here=$(dirname "$0")
+floorc=$(mktemp -d)
+trap 'rm -rf "$floorc"' EXIT
+trap 'exit 1' INT TERM
+cc -O2 -o "$floorc/floor" "$here/../floor.c" -lpthread
 
 # load SERVER ARGS...: one load against a fresh SERVER per run.
 load() {
@@ -46,7 +58,11 @@ echo "sitting in $dir: $(uptime)"
 for n in $sizes; do
 	for s in $servers; do
 		floor=
-		[ "$s" = volanogo ] && floor=--floor
+		if [ "$s" = volanogo ]; then
+			floor=--floor
+			# floor.c: the C floor of the same traffic, beside load --floor's.
+			"$floorc/floor" "$n" 20 "$count" 2>&1 | tee "$dir/floor-c-$n.txt" | sed "s/^/== floor.c, $n rooms: /"
+		fi
 		echo "== $s, $n rooms"
 		load "$s" -rooms "$n" -count "$count" -runs "$runs" $floor -o "$dir/$s-$n/" -file '' --quiet |
 			grep -E '^(Average throughput|Server CPU|Client CPU|Fan-out|Integrity|Failure)' || true
@@ -58,6 +74,11 @@ if [ "$memrooms" -gt 0 ]; then
 		load "$s" -rooms "$memrooms" -count "$memcount" -runs 1 -o "$dir/$s-mem/" -file '' --quiet |
 			grep -E '^(Server CPU|Connections|Integrity|Failure)' || true
 	done
+fi
+if [ -n "$nats" ]; then
+	echo "== the client's cost on NATS beside nats bench (natsbench.sh)"
+	# shellcheck disable=SC2086 # NATSGO: one argument or none
+	"$here/natsbench.sh" "$vg" "$nats" $natsgo | tee "$dir/natsbench.txt"
 fi
 echo "ended: $(uptime)"
 "$vg" report --format markdown "$dir"/*/ >"$dir/report.md"
