@@ -65,7 +65,7 @@ for n in $sizes; do
 		fi
 		echo "== $s, $n rooms"
 		load "$s" -rooms "$n" -count "$count" -runs "$runs" $floor -o "$dir/$s-$n/" -file '' --quiet |
-			grep -E '^(Average throughput|Server CPU|Client CPU|Fan-out|Integrity|Failure)' || true
+			grep -E '^(Average throughput|Server CPU|Client CPU|Fan-out|Integrity|Failure)|^  (run [0-9]+:|score)' || true
 	done
 done
 if [ "$memrooms" -gt 0 ]; then
