@@ -9,7 +9,7 @@ GOLANGCI_LINT_VERSION=v2.15.0
 dir=${VOLANOGO_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/volanogo/tools}
 bin=$dir/golangci-lint-$GOLANGCI_LINT_VERSION
 if [[ ! -x $bin ]]; then
-	echo "lint: building golangci-lint $GOLANGCI_LINT_VERSION into $dir (once per machine: about 10 minutes on 2 processors)" >&2
+	echo "lint: building golangci-lint $GOLANGCI_LINT_VERSION into $dir (once per machine: 5 to 12 minutes on 2 processors)" >&2
 	mkdir -p "$dir"
 	tmp=$(mktemp -d "$dir/build.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
