@@ -13,6 +13,12 @@
 #   paced    volanogo paced (each of the room's 20 users a chat every
 #            20/RATE s: RATE chats a second asked), then nats bench at the
 #            rate volanogo reached, PACED messages each;
+#   one at a time
+#            nats bench sleeping SLEEP (250us) between messages, MSGS of
+#            them, then volanogo paced at the rate it reached: its
+#            --throughput publishes in bursts (its subscribers read about
+#            10 messages a read(2) at 3,000 a second, under strace), where
+#            --sleep sends one message a wake-up, as a room taking turns;
 #   flood    nats bench unthrottled, PACED messages: its own ceiling, and
 #            the rate it reached, for reference.
 #
@@ -31,7 +37,7 @@
 # github.com/nats-io/natscli/nats@v0.5.0), NATSGO bench/brokers/natsgo's
 # (go build there): this script builds neither. ROUNDS (3), MSGS (20000,
 # the chats of a turn-taking run), RATE (20000 chats a second, paced),
-# PACED (100000, the chats of a paced or flood run).
+# PACED (100000, the chats of a paced or flood run), SLEEP (250us).
 set -eu
 . "$(dirname "$0")/../lib.sh"
 PATH=$PATH:/usr/sbin:/usr/local/sbin # where Debian puts nats-server
@@ -46,6 +52,7 @@ rounds=${ROUNDS:-3}
 msgs=${MSGS:-20000}
 rate=${RATE:-20000}
 paced=${PACED:-100000}
+sleep=${SLEEP:-250us}
 tmp=$(mktemp -d)
 # The broker's pid is kept in a file: the measurements run in subshells.
 stop() {
@@ -91,8 +98,9 @@ cpu() { cat "$@" | awk '{ s += $1 + $2 } END { print s }'; }
 # per_msg SECONDS CHATS: µs of CPU per message, 20 messages a chat.
 per_msg() { awk -v c="$1" -v m="$2" 'BEGIN { printf "%.3f", c / m / 20 * 1e6 }'; }
 
-# natsbench MSGS [THROUGHPUT]: nats bench's µs per message (19
-# subscribers in one process, then the publisher) and its rate.
+# natsbench MSGS [THROUGHPUT [SLEEP]]: nats bench's µs per message (19
+# subscribers in one process, then the publisher) and its rate;
+# throttled to THROUGHPUT messages a second, or SLEEP between messages.
 natsbench() {
 	broker
 	/usr/bin/time -f '%U %S' -o "$tmp/sub.time" "$nats" --server "$url" bench sub volanogo --clients 19 \
@@ -106,6 +114,7 @@ natsbench() {
 	sleep 1 # the 19 subscriptions reach the server
 	throttle=
 	[ -z "${2:-}" ] || throttle=--throughput=$2
+	[ -z "${3:-}" ] || throttle=--sleep=$3
 	# shellcheck disable=SC2086 # $throttle is one argument or none
 	/usr/bin/time -f '%U %S' -o "$tmp/pub.time" "$nats" --server "$url" bench pub volanogo --clients 1 \
 		--msgs "$1" --size 70 $throttle --no-progress >"$tmp/pub.out" 2>&1
@@ -146,13 +155,25 @@ paced() {
 	np=${1:-0} nprate=${2:-0}
 }
 
+# single: nats bench sleeping SLEEP between messages (one message a
+# wake-up, as a room taking turns has), then volanogo paced at its rate.
+# shellcheck disable=SC2046
+single() {
+	set -- $(natsbench "$msgs" "" "$sleep")
+	ns=${1:-0} nsrate=${2:-1}
+	set -- $(volanogo -count "$count" -pause "$(awk -v r="$nsrate" 'BEGIN { printf "%.6fs", 20 / r }')" --slo 1m)
+	vs=${1:-0} vsrate=${2:-0}
+}
+
 r=1
 while [ "$r" -le "$rounds" ]; do
 	# Odd rounds run the turn-taking pair first, even rounds the paced.
 	if [ $((r % 2)) = 1 ]; then
 		turns
 		paced
+		single
 	else
+		single
 		paced
 		turns
 	fi
@@ -174,7 +195,8 @@ while [ "$r" -le "$rounds" ]; do
 	echo "  turns: volanogo $vt at $trate, nats bench $nt at $ntrate: volanogo/nats bench $(awk -v a="$vt" -v b="$nt" 'BEGIN { printf "%.2f", a / b }')"
 	echo "  paced: volanogo $vp at $vprate, nats bench $np at $nprate: volanogo/nats bench $(awk -v a="$vp" -v b="$np" 'BEGIN { printf "%.2f", a / b }')"
 	echo "  flood: nats bench $nf at $nfrate; nats.go taking turns $ng"
-	echo "$vt $nt $vp $np $nf $ng $trate $vprate $nfrate" >>"$tmp/rows"
+	echo "  one at a time: nats bench $ns at $nsrate, volanogo $vs at $vsrate: volanogo/nats bench $(awk -v a="$vs" -v b="$ns" 'BEGIN { printf "%.2f", a / b }')"
+	echo "$vt $nt $vp $np $nf $ng $trate $vprate $nfrate $vs $ns $nsrate" >>"$tmp/rows"
 	r=$((r + 1))
 done
 col() { awk -v c="$1" '{ print $c }' "$tmp/rows" | med; }
@@ -183,5 +205,6 @@ rmed() { ratio "$1" "$2" | med | awk '{ printf "%.2f", $1 }'; }
 echo "medians of $rounds rounds (µs per message):"
 echo "  turns at $(col 7) chats/s: volanogo $(col 1), nats bench $(col 2); volanogo/nats bench $(rmed 1 2) (rounds $(ratio 1 2 | span))"
 echo "  paced at $(col 8) chats/s (asked $rate): volanogo $(col 3), nats bench $(col 4); volanogo/nats bench $(rmed 3 4) (rounds $(ratio 3 4 | span))"
+echo "  one at a time at $(col 12) chats/s (nats bench --sleep $sleep): volanogo $(col 10), nats bench $(col 11); volanogo/nats bench $(rmed 10 11) (rounds $(ratio 10 11 | span))"
 echo "  flood at $(col 9) chats/s: nats bench $(col 5)"
 [ -z "$natsgo" ] || echo "  nats.go taking turns $(col 6); volanogo/nats.go $(rmed 1 6) (rounds $(ratio 1 6 | span))"
