@@ -81,12 +81,9 @@ func (s *Server) wsMux() http.Handler {
 // reply.
 func (s *Server) plainHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
-	hc, ok := r.Context().Value(handshakeKey{}).(*handshakeConn)
-	if !ok || !hc.counted.CompareAndSwap(false, true) {
-		return
+	if hc, ok := r.Context().Value(handshakeKey{}).(*handshakeConn); ok {
+		hc.closedFor(ReasonNotWebSocket, clip(r.Method+" "+r.URL.Path, maxQuoted))
 	}
-	s.counters.closed[ReasonNotWebSocket].Add(1)
-	s.warn.note("closed", ReasonNotWebSocket, hc.RemoteAddr().String(), clip(r.Method+" "+r.URL.Path, maxQuoted))
 }
 
 // checkOrigin allows requests without an Origin (non-browser clients),
@@ -151,18 +148,24 @@ func (c *handshakeConn) Read(p []byte) (int, error) {
 		// VOLANO packet (a client at the wrong port: its length first) or
 		// a TLS hello is closed now, not left to the handshake timeout.
 		if b := p[0]; (b < 'A' || b > 'Z') && (b < 'a' || b > 'z') {
-			if c.counted.CompareAndSwap(false, true) {
-				c.s.counters.closed[ReasonNotWebSocket].Add(1)
-				c.s.warn.note("closed", ReasonNotWebSocket, c.RemoteAddr().String(), "")
-			}
+			c.closedFor(ReasonNotWebSocket, "")
 			return 0, errNotHTTP
 		}
 	}
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.upgraded.Load() && c.counted.CompareAndSwap(false, true) {
-		c.s.counters.closed[ReasonHandshakeTimeout].Add(1)
-		c.s.warn.note("closed", ReasonHandshakeTimeout, c.RemoteAddr().String(), "")
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.upgraded.Load() {
+		c.closedFor(ReasonHandshakeTimeout, "")
 	}
 	return n, err
+}
+
+// closedFor counts the connection, once, as closed before any upgrade for
+// reason (not_websocket, handshake_timeout), and notes it for the warning
+// log.
+func (c *handshakeConn) closedFor(reason, detail string) {
+	if c.counted.CompareAndSwap(false, true) {
+		c.s.counters.closed[reason].Add(1)
+		c.s.warn.note("closed", reason, c.RemoteAddr().String(), detail)
+	}
 }
 
 func (c *conn) sendWSLocked(b []byte) {
