@@ -322,26 +322,8 @@ func (r *Report) renderText(w io.Writer) error {
 				fmtNanos(row.P50), fmtNanos(row.P99), fmtNanos(row.P999), fmtNanos(row.Max)})
 		}
 		tb.write(w)
-		if rows := t.fanoutRows(); len(rows) > 0 {
-			fmt.Fprintln(w)
-			para(w, "", fanoutIntro)
-			fmt.Fprintln(w)
-			tb := &table{head: fanoutColumns, left: map[int]bool{0: true, 1: true}, keep: 2}
-			for _, row := range rows {
-				tb.rows = append(tb.rows, fanoutCells(row))
-			}
-			tb.write(w)
-		}
-		if rows := t.pauseRows(); len(rows) > 0 {
-			fmt.Fprintln(w)
-			para(w, "", pauseIntro)
-			fmt.Fprintln(w)
-			tb := &table{head: pauseColumns, left: map[int]bool{0: true, 1: true}, keep: 2}
-			for _, row := range rows {
-				tb.rows = append(tb.rows, pauseCells(row))
-			}
-			tb.write(w)
-		}
+		latencySubTable(w, fanoutIntro, fanoutColumns, t.fanoutRows(), fanoutCells)
+		latencySubTable(w, pauseIntro, pauseColumns, t.pauseRows(), pauseCells)
 	}
 
 	if t := r.Cost; t != nil {
@@ -446,4 +428,20 @@ func outcome(s CapacityStep) string {
 		o += " *"
 	}
 	return o
+}
+
+// latencySubTable writes one of the tables that follow the latency table
+// (fan-out, GC pauses), with its introduction, when it has rows.
+func latencySubTable(w io.Writer, intro string, head []string, rows []LatencyRow, cells func(LatencyRow) []string) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	para(w, "", intro)
+	fmt.Fprintln(w)
+	tb := &table{head: head, left: map[int]bool{0: true, 1: true}, keep: 2}
+	for _, row := range rows {
+		tb.rows = append(tb.rows, cells(row))
+	}
+	tb.write(w)
 }
