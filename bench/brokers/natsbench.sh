@@ -37,7 +37,8 @@
 # github.com/nats-io/natscli/nats@v0.5.0), NATSGO bench/brokers/natsgo's
 # (go build there): this script builds neither. ROUNDS (3), MSGS (20000,
 # the chats of a turn-taking run), RATE (20000 chats a second, paced),
-# PACED (100000, the chats of a paced or flood run), SLEEP (250us).
+# PACED (100000, the chats of a paced or flood run), SLEEP (250us),
+# ENGINE (volanogo's client engine: goroutine, the default, or epoll).
 set -eu
 . "$(dirname "$0")/../lib.sh"
 PATH=$PATH:/usr/sbin:/usr/local/sbin # where Debian puts nats-server
@@ -53,6 +54,7 @@ msgs=${MSGS:-20000}
 rate=${RATE:-20000}
 paced=${PACED:-100000}
 sleep=${SLEEP:-250us}
+engine=${ENGINE:-goroutine}
 tmp=$(mktemp -d)
 # The broker's pid is kept in a file: the measurements run in subshells.
 stop() {
@@ -127,13 +129,13 @@ natsbench() {
 # over its chats, one room of 20, and its chat rate.
 volanogo() {
 	broker
-	/usr/bin/time -f '%U %S' -o "$tmp/vg.time" "$vg" load --url "$url" -rooms 1 -runs 1 --quiet -file '' --json "$@" \
+	/usr/bin/time -f '%U %S' -o "$tmp/vg.time" "$vg" load --url "$url" -rooms 1 -runs 1 --quiet -file '' --json --engine "$engine" "$@" \
 		>"$tmp/vg.json" 2>"$tmp/vg.err" || { tail -5 "$tmp/vg.err" >&2; echo "volanogo load $*" >"$tmp/failed"; }
 	echo "$(per_msg "$(cpu "$tmp/vg.time")" "$(($(field count <"$tmp/vg.json") * 20))")" \
 		"$(awk -v m="$(field msgs_per_sec <"$tmp/vg.json")" 'BEGIN { printf "%d", m / 20 }')"
 }
 
-echo "machine: $(nproc) processors, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg); $("$nats" --version) against $(nats-server --version)"
+echo "machine: $(nproc) processors, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg); $("$nats" --version) against $(nats-server --version); volanogo load --engine $engine"
 count=$((msgs / 20))
 pcount=$((paced / 20))
 pause=$(awk -v r="$rate" 'BEGIN { printf "%.6fs", 20 / r }')

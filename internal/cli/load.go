@@ -260,9 +260,9 @@ topic (--room-prefix), entering is subscribing, a chat is a publication of
 the sender's name and Mark's numbered text, which the broker delivers to the
 room's users and back to its sender (that echo is the chat's confirm), and
 the same ledger checks every delivery. Turns, paced, churn and storm work on
-every broker; --engine epoll, --batch-reads and --client-cmd do not, and a
-spawned broker's CPU and memory come from /proc (none of the three has the
-Prometheus endpoint --server-metrics reads).
+every broker, and --engine epoll with turns and paced; --batch-reads and
+--client-cmd do not, and a spawned broker's CPU and memory come from /proc
+(none of the three has the Prometheus endpoint --server-metrics reads).
 
 Exit status: 0 passed, 1 the run failed, 2 usage.`,
 		Example: `  # Mark's benchmark against a server on localhost:8000
@@ -334,7 +334,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.BoolVar(&o.strictOrder, "strict-order", false, "fail a run when a chat reaches a user after a later chat of its room (by default reordering is counted and reported; volanogo serve keeps each room's order)")
 	f.BoolVar(&o.strict, "strict", false, "fail a run when a packet from outside it reaches one of its users (another user's chat, entry or exit, a whisper, a beep, a private session, a packet no run asks for; by default counted apart)")
 	f.IntVar(&o.maxPacket, "max-packet", swarm.DefaultMaxPacket, "largest packet a user accepts from the server, in bytes (what a hostile server can make each user hold; the original server's room list is 99 KB at 10,000 rooms)")
-	f.StringVar(&o.engine, "engine", swarm.EngineGoroutine, "how the users' sockets are read and paced chats sent in the timed phase: goroutine (one per user; every scenario) or epoll (event loops on their own threads, see --loops; Linux, TCP, turns and paced: storm and churn run on goroutines)")
+	f.StringVar(&o.engine, "engine", swarm.EngineGoroutine, "how the users' sockets are read and paced chats sent in the timed phase: goroutine (one per user; every scenario) or epoll (event loops on their own threads, see --loops; Linux, TCP and brokers, turns and paced: storm and churn run on goroutines)")
 	f.IntVar(&o.loops, "loops", 0, "--engine epoll: the number of event loops (default: half the processors, at least one)")
 	f.BoolVar(&o.batchReads, "batch-reads", false, "turn-taking over TCP (Linux): wake each user once per turn (SO_RCVLOWAT); less client CPU, delivery latency of turn-giving messages only")
 	f.BoolVar(&o.keepGoing, "keep-going", false, "paced sweeps: run the next steps after a broken one")

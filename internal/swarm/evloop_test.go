@@ -56,6 +56,10 @@ func TestEngineEpoll(t *testing.T) {
 		{"PacedReorderedStrictFails", TestPacedReorderedStrictFails},
 		{"PacedServerCloses", TestPacedServerCloses},
 		{"PacedInterrupted", TestPacedInterrupted},
+		{"BrokerTurnTaking", TestBrokerTurnTaking},
+		{"BrokerPrefixQoS", TestBrokerPrefixQoS},
+		{"BrokerPaced", TestBrokerPaced},
+		{"BrokerRestart", TestBrokerRestart},
 	} {
 		t.Run(tc.name, tc.f)
 	}

@@ -79,7 +79,7 @@ func run(t *testing.T, cfg testConfig) *results.Document {
 func runWith(t *testing.T, ctx context.Context, cfg testConfig, obs Observer) *results.Document {
 	t.Helper()
 	loops := cfg.Scenario == "" || cfg.Scenario == results.ScenarioTurns || cfg.Scenario == results.ScenarioPaced
-	if cfg.Engine == "" && loops && cfg.Transport == TransportTCP {
+	if cfg.Engine == "" && loops && cfg.Transport != TransportWS {
 		cfg.Engine = testEngine
 	}
 	d, err := Run(ctx, cfg.spec(), cfg.Target, obs)

@@ -303,12 +303,14 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 				var err error
 				if rs.paced {
 					// (A Ping, shorter than a confirm, comes only to a
-					// user silent for long.)
-					u.confirmLowat = spec.Pause <= time.Minute
+					// user silent for long.) The marks count VOLANO
+					// packets: not on a broker's socket, whose frames
+					// have other sizes.
+					u.confirmLowat = spec.Pause <= time.Minute && rs.transport == TransportTCP
 					r.lowats = r.lowats || u.confirmLowat
 					err = ev.attachPaced(u, offset, ended)
 				} else {
-					u.confirmLowat = !u.batch && spec.Count > 0 && spec.Duration == 0
+					u.confirmLowat = !u.batch && spec.Count > 0 && spec.Duration == 0 && rs.transport == TransportTCP
 					r.lowats = r.lowats || u.batch || u.confirmLowat
 					err = ev.attachTurns(u, ended)
 				}

@@ -338,8 +338,8 @@ func (s *Spec) normalize(t Target) error {
 			return cfgErr("engine epoll: turns and paced only (churn connects and closes users all the time, which the loops do not do: it runs on goroutines)")
 		case s.Scenario == results.ScenarioPrivate:
 			return cfgErr("engine epoll: turns and paced only (private chat echoes each chat it reads, which the loops do not do: it runs on goroutines)")
-		case t.Transport != TransportTCP:
-			return cfgErr("engine epoll: TCP only (WebSocket and brokers run on goroutines)")
+		case t.Transport == TransportWS:
+			return cfgErr("engine epoll: TCP only (WebSocket runs on goroutines)")
 		}
 	default:
 		return cfgErr("engine %q is not goroutine or epoll", s.Engine)
