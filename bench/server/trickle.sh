@@ -7,7 +7,10 @@
 # attackers, and beside the same attackers sending to a sink of their own
 # process that reads as serve does (protocol.Reader over SO_RCVLOWAT: the
 # attack's cost to the machine without the server's scheduling) and one
-# that wakes once per packet (the least any server could leave).
+# that wakes once per packet (the least any server could leave); and
+# beside attackers that spread each packet over SPREAD (12s: past serve's
+# 10 s access deadline, which closes them, as it closed the outside
+# tester's, and they reconnect).
 #
 #   bench/server/trickle.sh                       # N=16 DUR=10s ENGINE=goroutine
 #   ENGINE=epoll AFTER=1 bench/server/trickle.sh
@@ -16,6 +19,7 @@ N=${N:-16}
 DUR=${DUR:-10s}
 ENGINE=${ENGINE:-goroutine}
 AFTER=${AFTER:-0}
+SPREAD=${SPREAD:-12s}
 COUNT=${COUNT:-1000}
 flags="-probe=false -n $N -duration $DUR"
 [ "$AFTER" = 1 ] && flags="$flags -after-access"
@@ -50,9 +54,11 @@ beside() {
 }
 echo "honest room alone:                     $(honest)"
 echo "beside the attackers:                  $(beside)"
+echo "beside them, each packet over $SPREAD:  $(beside -spread "$SPREAD")"
 if [ "$AFTER" != 1 ]; then
 	echo "beside them sending to a sink reading as serve does: $(beside -sink reader)"
 	echo "beside them sending to a sink reading once a packet:  $(beside -sink whole)"
+	echo "the same, each packet over $SPREAD:  $(beside -sink whole -spread "$SPREAD")"
 fi
 echo "honest room alone again:               $(honest)"
 echo "$(load)"

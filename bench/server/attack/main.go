@@ -52,6 +52,7 @@ var (
 	whole     = flag.Bool("whole", false, "trickle: send each packet in one write (the reference)")
 	afterAcc  = flag.Bool("after-access", false, "trickle: send Access first, then the packets (RoomList requests) on the same connection")
 	strayRoom = flag.String("stray-room", "Room1", "stray: the room the chats name (one the attackers never enter)")
+	spread    = flag.Duration("spread", 0, "trickle: spread each packet's writes evenly over this long (a packet slower than the server's --access-timeout is closed by it, as the outside tester's were); 0: as fast as the socket takes them")
 	sink      = flag.String("sink", "", "trickle: send to a listener of this process instead of -addr, which reads each packet and closes: whole (one wake-up, SO_RCVLOWAT at the packet's size) or reader (as volanogo serve reads it: protocol.Reader over SO_RCVLOWAT)")
 )
 

@@ -115,12 +115,25 @@ func trickleConn(pkt []byte, rng *rand.Rand, deadline time.Time, packets, bytes 
 			if _, err := c.Write(pkt[:14]); err != nil {
 				return err
 			}
+			start := time.Now()
 			for off := 14; off < len(pkt); {
 				k := min(1+rng.IntN(3), len(pkt)-off)
 				if _, err := c.Write(pkt[off : off+k]); err != nil {
 					return err
 				}
 				off += k
+				if *spread > 0 {
+					// On schedule: the bytes so far at their share of
+					// -spread (sleeping 1 ms at least, so a few writes
+					// go out together, each still 1 to 3 bytes).
+					due := start.Add(time.Duration(float64(*spread) * float64(off) / float64(len(pkt))))
+					if wait := time.Until(due); wait >= time.Millisecond {
+						if due.After(deadline) {
+							return nil
+						}
+						time.Sleep(wait)
+					}
+				}
 			}
 		}
 		packets.Add(1)
