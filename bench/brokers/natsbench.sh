@@ -12,7 +12,10 @@
 #            throttled to the chat rate volanogo reached (--throughput);
 #   paced    volanogo paced (each of the room's 20 users a chat every
 #            20/RATE s: RATE chats a second asked), then nats bench at the
-#            rate volanogo reached, PACED messages each;
+#            rate volanogo reached, PACED messages each, from one publisher
+#            and again from 20 (--clients 20: each publishing its own
+#            messages, as the room's 20 users do, where one publisher
+#            writes many a write(2));
 #   one at a time
 #            nats bench sleeping SLEEP (250us) between messages, MSGS of
 #            them, then volanogo paced at the rate it reached: its
@@ -100,9 +103,10 @@ cpu() { cat "$@" | awk '{ s += $1 + $2 } END { print s }'; }
 # per_msg SECONDS CHATS: µs of CPU per message, 20 messages a chat.
 per_msg() { awk -v c="$1" -v m="$2" 'BEGIN { printf "%.3f", c / m / 20 * 1e6 }'; }
 
-# natsbench MSGS [THROUGHPUT [SLEEP]]: nats bench's µs per message (19
-# subscribers in one process, then the publisher) and its rate;
-# throttled to THROUGHPUT messages a second, or SLEEP between messages.
+# natsbench MSGS [THROUGHPUT [SLEEP [PUBLISHERS]]]: nats bench's µs per
+# message (19 subscribers in one process, then the publishers: 1 unless
+# PUBLISHERS) and its rate; throttled to THROUGHPUT messages a second
+# (across the publishers), or SLEEP between messages.
 natsbench() {
 	broker
 	/usr/bin/time -f '%U %S' -o "$tmp/sub.time" "$nats" --server "$url" bench sub volanogo --clients 19 \
@@ -118,11 +122,11 @@ natsbench() {
 	[ -z "${2:-}" ] || throttle=--throughput=$2
 	[ -z "${3:-}" ] || throttle=--sleep=$3
 	# shellcheck disable=SC2086 # $throttle is one argument or none
-	/usr/bin/time -f '%U %S' -o "$tmp/pub.time" "$nats" --server "$url" bench pub volanogo --clients 1 \
+	/usr/bin/time -f '%U %S' -o "$tmp/pub.time" "$nats" --server "$url" bench pub volanogo --clients "${4:-1}" \
 		--msgs "$1" --size 70 $throttle --no-progress >"$tmp/pub.out" 2>&1
 	wait "$sub"
 	echo "$(per_msg "$(cpu "$tmp/sub.time" "$tmp/pub.time")" "$1")" \
-		"$(sed -n 's/.*publisher stats: \([0-9,]*\) msgs\/sec.*/\1/p' "$tmp/pub.out" | tr -d ,)"
+		"$(sed -n 's/.*\(publisher\|aggregated\) stats: \([0-9,]*\) msgs\/sec.*/\2/p' "$tmp/pub.out" | head -1 | tr -d ,)"
 }
 
 # volanogo ARGS...: volanogo load's µs per message (the whole process)
@@ -155,6 +159,8 @@ paced() {
 	vp=${1:-0} vprate=${2:-1}
 	set -- $(natsbench "$paced" "$vprate")
 	np=${1:-0} nprate=${2:-0}
+	set -- $(natsbench "$paced" "$vprate" "" 20)
+	np20=${1:-0} np20rate=${2:-0}
 }
 
 # single: nats bench sleeping SLEEP between messages (one message a
@@ -196,9 +202,10 @@ while [ "$r" -le "$rounds" ]; do
 	echo "round $r (µs of client CPU per message, at chats a second):"
 	echo "  turns: volanogo $vt at $trate, nats bench $nt at $ntrate: volanogo/nats bench $(awk -v a="$vt" -v b="$nt" 'BEGIN { printf "%.2f", a / b }')"
 	echo "  paced: volanogo $vp at $vprate, nats bench $np at $nprate: volanogo/nats bench $(awk -v a="$vp" -v b="$np" 'BEGIN { printf "%.2f", a / b }')"
+	echo "  paced, 20 publishers: nats bench $np20 at $np20rate: volanogo/nats bench $(awk -v a="$vp" -v b="$np20" 'BEGIN { printf "%.2f", a / b }')"
 	echo "  flood: nats bench $nf at $nfrate; nats.go taking turns $ng"
 	echo "  one at a time: nats bench $ns at $nsrate, volanogo $vs at $vsrate: volanogo/nats bench $(awk -v a="$vs" -v b="$ns" 'BEGIN { printf "%.2f", a / b }')"
-	echo "$vt $nt $vp $np $nf $ng $trate $vprate $nfrate $vs $ns $nsrate" >>"$tmp/rows"
+	echo "$vt $nt $vp $np $nf $ng $trate $vprate $nfrate $vs $ns $nsrate $np20 $np20rate" >>"$tmp/rows"
 	r=$((r + 1))
 done
 col() { awk -v c="$1" '{ print $c }' "$tmp/rows" | med; }
@@ -207,6 +214,7 @@ rmed() { ratio "$1" "$2" | med | awk '{ printf "%.2f", $1 }'; }
 echo "medians of $rounds rounds (µs per message):"
 echo "  turns at $(col 7) chats/s: volanogo $(col 1), nats bench $(col 2); volanogo/nats bench $(rmed 1 2) (rounds $(ratio 1 2 | span))"
 echo "  paced at $(col 8) chats/s (asked $rate): volanogo $(col 3), nats bench $(col 4); volanogo/nats bench $(rmed 3 4) (rounds $(ratio 3 4 | span))"
+echo "  paced, nats bench from 20 publishers at $(col 14) msgs/s: nats bench $(col 13); volanogo/nats bench $(rmed 3 13) (rounds $(ratio 3 13 | span))"
 echo "  one at a time at $(col 12) chats/s (nats bench --sleep $sleep): volanogo $(col 10), nats bench $(col 11); volanogo/nats bench $(rmed 10 11) (rounds $(ratio 10 11 | span))"
 echo "  flood at $(col 9) chats/s: nats bench $(col 5)"
 [ -z "$natsgo" ] || echo "  nats.go taking turns $(col 6); volanogo/nats.go $(rmed 1 6) (rounds $(ratio 1 6 | span))"
