@@ -16,7 +16,8 @@
 # DIR (a new temporary directory by default) keeps the result documents
 # and report.md. SIZES ("15 50"), COUNT (100), RUNS (4), MEMROOMS (475; 0
 # leaves the step out), MEMCOUNT (2), SERVERS ("nats-server redis-server
-# mosquitto volanogo"), ENGINE (volanogo serve's: epoll), NATS and NATSGO
+# mosquitto volanogo"), ENGINE (volanogo serve's: epoll), CLIENT_ENGINE
+# (volanogo load's, every server: goroutine, or epoll), NATS and NATSGO
 # (natsbench.sh's second and third arguments; none: no comparison).
 set -eu
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -33,6 +34,7 @@ memrooms=${MEMROOMS:-475}
 memcount=${MEMCOUNT:-2}
 servers=${SERVERS:-nats-server redis-server mosquitto volanogo}
 engine=${ENGINE:-epoll}
+client=${CLIENT_ENGINE:-goroutine}
 nats=${NATS:-}
 natsgo=${NATSGO:-}
 here=$(dirname "$0")
@@ -47,14 +49,14 @@ load() {
 	shift
 	case $s in
 	volanogo)
-		"$vg" load --server-cmd "$vg serve --engine $engine --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" \
+		"$vg" load --engine "$client" --server-cmd "$vg serve --engine $engine --listen 127.0.0.1:{port} --metrics-listen 127.0.0.1:0" \
 			--label "volanogo serve --engine $engine" "$@" ;;
 	*)
-		"$vg" load --serve "$s" "$@" ;;
+		"$vg" load --engine "$client" --serve "$s" "$@" ;;
 	esac
 }
 
-echo "sitting in $dir: $(uptime)"
+echo "sitting in $dir (volanogo load --engine $client): $(uptime)"
 for n in $sizes; do
 	for s in $servers; do
 		floor=
@@ -78,7 +80,7 @@ fi
 if [ -n "$nats" ]; then
 	echo "== the client's cost on NATS beside nats bench (natsbench.sh)"
 	# shellcheck disable=SC2086 # NATSGO: one argument or none
-	"$here/natsbench.sh" "$vg" "$nats" $natsgo | tee "$dir/natsbench.txt"
+	ENGINE=$client "$here/natsbench.sh" "$vg" "$nats" $natsgo | tee "$dir/natsbench.txt"
 fi
 echo "ended: $(uptime)"
 "$vg" report --format markdown "$dir"/*/ >"$dir/report.md"
