@@ -51,6 +51,20 @@ func dial(t testing.TB, s *Server) *client {
 	return dialAddr(t, s.Addr().String())
 }
 
+// aliceAndBob are two users in room, alice having read bob's EnterRoom
+// indication.
+func aliceAndBob(t testing.TB, s *Server, room string) (a, b *client) {
+	t.Helper()
+	a = dial(t, s)
+	a.access(room)
+	a.enter(room, "alice")
+	b = dial(t, s)
+	b.access(room)
+	b.enter(room, "bob")
+	a.expect()
+	return a, b
+}
+
 func dialAddr(t testing.TB, addr string) *client {
 	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)

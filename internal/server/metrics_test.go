@@ -20,13 +20,7 @@ func TestMetrics(t *testing.T) { forEngines(t, testMetrics) }
 
 func testMetrics(t *testing.T, engine string) {
 	s := startServer(t, Config{Engine: engine, MetricsListen: "127.0.0.1:0", Rooms: []string{"Lobby"}})
-	a := dial(t, s)
-	a.access("M")
-	a.enter("M", "alice")
-	b := dial(t, s)
-	b.access("M")
-	b.enter("M", "bob")
-	a.expect()
+	a, b := aliceAndBob(t, s, "M")
 	a.send(chat("M", "alice", "one"))
 	a.expect()
 	b.expect()

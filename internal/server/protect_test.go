@@ -202,13 +202,7 @@ func TestPrivateSessionCap(t *testing.T) { forEngines(t, testPrivateSessionCap) 
 
 func testPrivateSessionCap(t *testing.T, engine string) {
 	s := startServer(t, Config{Engine: engine, MaxPrivate: 5})
-	a := dial(t, s)
-	a.access("P")
-	a.enter("P", "alice")
-	b := dial(t, s)
-	b.access("P")
-	b.enter("P", "bob")
-	a.expect()
+	a, b := aliceAndBob(t, s, "P")
 	for i := range 8 {
 		to := "alice"
 		if i%2 == 1 {
@@ -391,13 +385,7 @@ func testDrain(t *testing.T, engine string) {
 	s, err := New(Config{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DrainTimeout: 5 * time.Second, Engine: engine})
 	require.NoError(t, err)
 	require.NoError(t, s.Start())
-	a := dial(t, s)
-	a.access("Drain")
-	a.enter("Drain", "alice")
-	b := dial(t, s)
-	b.access("Drain")
-	b.enter("Drain", "bob")
-	a.expect()
+	a, b := aliceAndBob(t, s, "Drain")
 	w, _, err := dialWS(t, s, "")
 	require.NoError(t, err)
 	w.send(markAccess("Drain"))

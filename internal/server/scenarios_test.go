@@ -169,13 +169,7 @@ func testScenarios(t *testing.T, engine string) {
 		a.expectNothing(50 * time.Millisecond)
 	})
 	t.Run("12 room list, user list, whisper, beep, client ping", func(t *testing.T) {
-		a := dial(t, s)
-		a.access("ProbeRoom12")
-		a.enter("ProbeRoom12", "alice")
-		b := dial(t, s)
-		b.access("ProbeRoom12")
-		b.enter("ProbeRoom12", "bob")
-		a.expect() // bob's EnterRoom indication
+		a, b := aliceAndBob(t, s, "ProbeRoom12")
 
 		a.send(&protocol.RoomList{Type: protocol.Request, Filter: "PROBEROOM12"})
 		assert.Equal(t, &protocol.RoomList{Type: protocol.Confirm, Filter: "PROBEROOM12", Rooms: []string{"ProbeRoom12"}}, a.expect())
@@ -208,13 +202,7 @@ func testScenarios(t *testing.T, engine string) {
 		b.expectNothing(10 * time.Millisecond)
 	})
 	t.Run("13 private chat", func(t *testing.T) {
-		a := dial(t, s)
-		a.access("ProbeRoom13")
-		a.enter("ProbeRoom13", "alice")
-		b := dial(t, s)
-		b.access("ProbeRoom13")
-		b.enter("ProbeRoom13", "bob")
-		a.expect()
+		a, b := aliceAndBob(t, s, "ProbeRoom13")
 		m := dial(t, s) // mallory, in the room but not in the session
 		m.access("ProbeRoom13")
 		m.enter("ProbeRoom13", "mallory")
@@ -249,13 +237,7 @@ func testScenarios(t *testing.T, engine string) {
 		b.expectNothing(100 * time.Millisecond)
 	})
 	t.Run("13b disconnect ends private sessions", func(t *testing.T) {
-		a := dial(t, s)
-		a.access("ProbeRoom13b")
-		a.enter("ProbeRoom13b", "alice")
-		b := dial(t, s)
-		b.access("ProbeRoom13b")
-		b.enter("ProbeRoom13b", "bob")
-		a.expect()
+		a, b := aliceAndBob(t, s, "ProbeRoom13b")
 		b.send(&protocol.EnterPrivate{Type: protocol.Request, RoomName: "ProbeRoom13b", FromName: "bob", ToName: "alice"})
 		id := b.expect().(*protocol.EnterPrivate).RoomID
 		a.expect()
@@ -264,13 +246,7 @@ func testScenarios(t *testing.T, engine string) {
 		assert.Equal(t, &protocol.ExitRoom{Type: protocol.Indication, RoomName: "ProbeRoom13b", UserName: "bob"}, a.expect())
 	})
 	t.Run("18 private session edge cases", func(t *testing.T) {
-		a := dial(t, s)
-		a.access("ProbeRoom18")
-		a.enter("ProbeRoom18", "alice")
-		b := dial(t, s)
-		b.access("ProbeRoom18")
-		b.enter("ProbeRoom18", "bob")
-		a.expect()
+		a, b := aliceAndBob(t, s, "ProbeRoom18")
 
 		// Inviting oneself: a confirm and no indication.
 		a.send(&protocol.EnterPrivate{Type: protocol.Request, RoomName: "ProbeRoom18", FromName: "alice", ToName: "alice"})
@@ -357,13 +333,7 @@ func testScenarios(t *testing.T, engine string) {
 		c.expectClosed()
 	})
 	t.Run("garbage after access closes only that connection", func(t *testing.T) {
-		a := dial(t, s)
-		a.access("ProbeRoomG")
-		a.enter("ProbeRoomG", "alice")
-		b := dial(t, s)
-		b.access("ProbeRoomG")
-		b.enter("ProbeRoomG", "bob")
-		a.expect()
+		a, b := aliceAndBob(t, s, "ProbeRoomG")
 		b.sendRaw([]byte{0xff, 0xff, 0, 0, 0, 1, 1, 2, 3})
 		b.expectClosed()
 		assert.Equal(t, &protocol.ExitRoom{Type: protocol.Indication, RoomName: "ProbeRoomG", UserName: "bob"}, a.expect())
