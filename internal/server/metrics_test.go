@@ -24,6 +24,8 @@ func testMetrics(t *testing.T, engine string) {
 	a.send(chat("M", "alice", "one"))
 	a.expect()
 	b.expect()
+	// The chat is counted once relayed, which its readers may beat.
+	waitFor(t, "the chat counted", func() bool { return s.counters.deliveries.Load() == 1 })
 	bad := dial(t, s)
 	bad.sendRaw([]byte{0xff, 0xff, 0, 0, 0, 1})
 	bad.expectClosed()
