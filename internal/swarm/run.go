@@ -289,6 +289,9 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 		}
 	}
 	rng := rand.New(rand.NewPCG(uint64(spec.Seed), uint64(time.Now().UnixNano())))
+	// The loops' receive low-water marks count VOLANO packets: not on a
+	// broker's socket, whose frames have other sizes.
+	volano := rs.transport == TransportTCP
 	for _, r := range rs.rooms {
 		for _, u := range r.users {
 			wg.Add(1)
@@ -303,14 +306,12 @@ func Run(ctx context.Context, spec Spec, t Target, obs Observer) (*results.Docum
 				var err error
 				if rs.paced {
 					// (A Ping, shorter than a confirm, comes only to a
-					// user silent for long.) The marks count VOLANO
-					// packets: not on a broker's socket, whose frames
-					// have other sizes.
-					u.confirmLowat = spec.Pause <= time.Minute && rs.transport == TransportTCP
+					// user silent for long.)
+					u.confirmLowat = spec.Pause <= time.Minute && volano
 					r.lowats = r.lowats || u.confirmLowat
 					err = ev.attachPaced(u, offset, ended)
 				} else {
-					u.confirmLowat = !u.batch && spec.Count > 0 && spec.Duration == 0 && rs.transport == TransportTCP
+					u.confirmLowat = !u.batch && spec.Count > 0 && spec.Duration == 0 && volano
 					r.lowats = r.lowats || u.batch || u.confirmLowat
 					err = ev.attachTurns(u, ended)
 				}
