@@ -143,7 +143,7 @@ ends it at once.`,
 	f.DurationVar(&o.drainTimeout, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM or SIGINT, longest the drain lasts (each connection gets a second to take its packets and close) before the rest are closed at once")
 	f.IntVar(&o.sendBuffer, "send-buffer", server.DefaultSendBuffer, "bytes that may wait for one slow client (queued or in an unfinished write) before it is closed as a slow consumer")
 	f.IntVar(&o.socketSendBuffer, "socket-send-buffer", server.DefaultSocketSendBuffer, "each connection's kernel send buffer, SO_SNDBUF (0: the kernel autotunes it)")
-	f.IntVar(&o.maxPacket, "max-packet", 64<<10, "largest incoming packet, in bytes")
+	f.IntVar(&o.maxPacket, "max-packet", 0, "largest packet a client may send, in bytes; a larger one closes the connection as soon as its first bytes say it will be larger (0: 8192, or twice the largest request the --max-* lengths allow if more)")
 	f.IntVar(&o.maxPrivate, "max-private", server.DefaultMaxPrivate, "most private sessions one connection may have opened and not closed (0: no limit)")
 	f.IntVar(&o.maxRooms, "max-rooms", server.DefaultMaxRooms, "most dynamic rooms; past it an Access is accepted but its room not created (0: no limit)")
 	f.IntVar(&o.requestRate, "request-rate", server.DefaultRequestRate, "requests other than chats one connection may make per second, with a burst of as many; faster ones wait (0: no pacing)")
@@ -177,7 +177,8 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
 	// A flag's 0 is off (Off); Config.check, the one place the ranges are
-	// checked, refuses it for the limits that cannot be off.
+	// checked, refuses it for the limits that cannot be off. --max-packet's
+	// 0 is its default, which follows the length limits.
 	srv, err := server.New(server.Config{
 		Listen: o.listen, WSListen: o.wsListen, WSOrigins: o.wsOrigins, MetricsListen: o.metricsListen,
 		Rooms: rooms, RoomLimit: offIfZero(o.roomLimit), MaxName: offIfZero(o.maxName), MaxRoomName: offIfZero(o.maxRoomName),
@@ -185,7 +186,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		MaxConnections: o.maxConnections, AccessTimeout: offIfZero(o.accessTimeout), IdleTimeout: offIfZero(o.idleTimeout),
 		PacketTimeout:    offIfZero(o.packetTimeout),
 		HandshakeTimeout: offIfZero(o.handshakeTimeout), DrainTimeout: offIfZero(o.drainTimeout),
-		SendBuffer: offIfZero(o.sendBuffer), SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: offIfZero(o.maxPacket),
+		SendBuffer: offIfZero(o.sendBuffer), SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: o.maxPacket,
 		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: offIfZero(o.roomListMax),
 		RequestRate: offIfZero(o.requestRate), ChatRate: offIfZero(o.chatRate), MaxConnRooms: offIfZero(o.maxConnRooms), Engine: o.engine, Loops: o.loops, LoopFill: o.loopFill, Coalesce: o.coalesce, Logger: logger,
 	})

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 // TestPacketTimeout: a packet begun after the Access must arrive whole
@@ -53,4 +56,71 @@ func testPacketTimeout(t *testing.T, engine string) {
 	assert.Less(t, took, 10*deadline, "closed within a few deadlines")
 	assert.Equal(t, int64(1), s.counters.open.Load(), "the other client is still served")
 	<-closed
+}
+
+// TestLargePacketRefusedAtItsFirstBytes: the 64 KiB packet of 21,840
+// one-byte strings that a trickling attacker sends (before Access an
+// Access confirm, after it a RoomList request) is refused by the default
+// --max-packet as soon as its count is in: the server closes the
+// connection on those first bytes (too_large), without waiting for the
+// rest. A request of the longest names and text the limits allow still
+// goes through.
+func TestLargePacketRefusedAtItsFirstBytes(t *testing.T) {
+	forEngines(t, testLargePacketRefusedAtItsFirstBytes)
+}
+
+func testLargePacketRefusedAtItsFirstBytes(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine})
+	require.Equal(t, DefaultMaxPacket, s.cfg.MaxPacket)
+	rooms := make([]string, 21840)
+	for i := range rooms {
+		rooms[i] = "x"
+	}
+	before, err := (&protocol.Access{Type: protocol.Confirm, Result: protocol.AccessOK, Rooms: rooms}).AppendPacket(nil)
+	require.NoError(t, err)
+	after, err := (&protocol.RoomList{Type: protocol.Request, Rooms: rooms}).AppendPacket(nil)
+	require.NoError(t, err)
+	require.Greater(t, len(before), 65000)
+
+	a := dial(t, s)
+	a.sendRaw(before[:14]) // header, result, count
+	a.expectClosed()
+	b := dial(t, s)
+	b.access("Big")
+	b.sendRaw(after[:12]) // header, empty filter, count
+	b.expectClosed()
+	waitFor(t, "both refused", func() bool { return s.counters.closed[ReasonTooLarge].Load() == 2 })
+
+	long := func(n int) string { return strings.Repeat("€", n) } // three bytes each
+	room := long(DefaultMaxRoomName)
+	x, y := aliceAndBob(t, s, room)
+	w := &protocol.Whisper{Type: protocol.Request, RoomName: room, FromName: "alice", ToName: "bob", Text: long(DefaultMaxText)}
+	raw, err := w.AppendPacket(nil)
+	require.NoError(t, err)
+	t.Logf("a whisper of the longest room name and text: %d bytes", len(raw))
+	x.send(w)
+	got, ok := y.expect().(*protocol.Whisper)
+	require.True(t, ok)
+	assert.Equal(t, w.Text, got.Text)
+}
+
+// TestMaxPacketDefault: --max-packet defaults to DefaultMaxPacket, or to
+// twice the largest request when longer names and text are allowed, and
+// may not be set below that request.
+func TestMaxPacketDefault(t *testing.T) {
+	c := Config{}
+	c.setDefaults()
+	assert.Equal(t, 1039, c.maxRequest(), "a header, a bool, an int32 and four strings at three bytes a unit")
+	assert.Equal(t, DefaultMaxPacket, c.MaxPacket)
+	c = Config{MaxText: 5000}
+	c.setDefaults()
+	assert.Equal(t, 2*c.maxRequest(), c.MaxPacket)
+	assert.Greater(t, c.MaxPacket, 30000)
+	c = Config{MaxPacket: 1000}
+	c.setDefaults()
+	err := c.check()
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "MaxPacket", ce.Field)
+	assert.Contains(t, err.Error(), "1039 bytes")
 }

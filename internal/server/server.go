@@ -80,7 +80,29 @@ const (
 	// DefaultReadBuffer is each connection's initial read buffer; it grows
 	// for a larger packet up to MaxPacket.
 	DefaultReadBuffer = 512
+	// DefaultMaxPacket bounds one packet from a client (Config.MaxPacket)
+	// when the name and text limits are the defaults. The largest request
+	// those let through is 1,039 bytes (maxRequest: a Whisper of the
+	// longest names and text, every character three bytes); a client's
+	// Access is a few hundred. A larger packet is refused as soon as its
+	// first bytes say it will be (a string's length, an array's count),
+	// so that a peer cannot make the server hold, or walk, more than this
+	// of a packet no client sends: the 64 KiB packet of 21,840 one-byte
+	// strings that an attacker trickles in a few bytes a write is refused
+	// at its count, 14 bytes in.
+	DefaultMaxPacket = 8 << 10
 )
+
+// maxRequest is the largest request a client can send that the name and
+// text limits let through, in bytes: a header, a bool and an int32 (a
+// Chat's), four strings of up to three bytes a UTF-16 unit (a Whisper's
+// room, two names and text; an EnterRoom's profile, room and name fit
+// too). The Access and PasswordAccess strings have no limits of their
+// own; a client's are short.
+func (c *Config) maxRequest() int {
+	str := func(units int) int { return 2 + min(3*max(units, 0), 65535) }
+	return 6 + 1 + 4 + str(c.MaxRoomName) + 2*str(c.MaxName) + str(max(c.MaxText, c.MaxProfile))
+}
 
 // Defaults that protect the server from peers that never speak, speak too
 // slowly or ask for too much (README: "Defaults that protect").
@@ -189,7 +211,11 @@ type Config struct {
 	// SocketSendBuffer sets each TCP connection's kernel send buffer
 	// (default DefaultSocketSendBuffer; Off: the kernel autotunes it).
 	SocketSendBuffer int
-	// MaxPacket bounds one incoming packet (default protocol.DefaultMaxPacket).
+	// MaxPacket bounds one incoming packet: a larger one closes its
+	// connection (ReasonTooLarge) as soon as its first bytes say it will be
+	// larger. Default: DefaultMaxPacket, or twice the largest request the
+	// name and text limits allow if that is more; it may not be less than
+	// that request.
 	MaxPacket int
 	// MaxPrivate is the most private sessions one connection may have
 	// opened and not yet closed (default DefaultMaxPrivate; Off: no limit).
@@ -278,7 +304,7 @@ func (c *Config) setDefaults() {
 	}
 	defaultInt(&c.SendBuffer, DefaultSendBuffer)
 	defaultInt(&c.SocketSendBuffer, DefaultSocketSendBuffer)
-	defaultInt(&c.MaxPacket, protocol.DefaultMaxPacket)
+	defaultInt(&c.MaxPacket, max(DefaultMaxPacket, 2*c.maxRequest()))
 	defaultInt(&c.MaxPrivate, DefaultMaxPrivate)
 	defaultInt(&c.MaxRooms, DefaultMaxRooms)
 	defaultInt(&c.RoomListMax, DefaultRoomListMax)
@@ -328,6 +354,9 @@ func (c *Config) check() error {
 		if v.v < 0 {
 			return &ConfigError{v.field, v.v, "must be positive"}
 		}
+	}
+	if n := c.maxRequest(); c.MaxPacket < n {
+		return &ConfigError{"MaxPacket", c.MaxPacket, fmt.Sprintf("must hold the largest request the name and text limits allow, %d bytes", n)}
 	}
 	// Limits that are on by default and Off turns off; 0 is no limit.
 	for _, v := range []struct {

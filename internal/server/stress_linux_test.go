@@ -43,12 +43,17 @@ func TestLifecycleStress(t *testing.T) {
 			if why := engineUnavailable(e); why != "" {
 				t.Skip(why)
 			}
+			// A short round first, unmeasured: the heap's bound is for what
+			// a round leaves behind, and the first round of an engine in a
+			// process also makes what is made once (1-2 MB of a bound of 2,
+			// one run in eight or so).
+			t.Run("warm", func(t *testing.T) { stressRound(t, e, "shutdown", length/5, stressSeed(t), false) })
 			for round := range rounds {
 				stop := "drain"
 				if round%2 == 1 {
 					stop = "shutdown"
 				}
-				t.Run(stop, func(t *testing.T) { stressRound(t, e, stop, length, stressSeed(t)+uint64(round)) })
+				t.Run(stop, func(t *testing.T) { stressRound(t, e, stop, length, stressSeed(t)+uint64(round), true) })
 			}
 		})
 	}
@@ -104,7 +109,7 @@ func heapInUse() uint64 {
 	return m.HeapInuse
 }
 
-func stressRound(t *testing.T, engine, stop string, length time.Duration, seed uint64) {
+func stressRound(t *testing.T, engine, stop string, length time.Duration, seed uint64, measure bool) {
 	fds, heap := openFiles(t), heapInUse()
 	s, err := New(Config{Listen: "127.0.0.1:0", Engine: engine, Loops: 2, LoopFill: 1,
 		AccessTimeout: 150 * time.Millisecond, IdleTimeout: 200 * time.Millisecond,
@@ -178,6 +183,10 @@ func stressRound(t *testing.T, engine, stop string, length time.Duration, seed u
 	assert.Zero(t, loopKept(eng), "connections kept by the loops")
 	assert.Equal(t, fds, openFiles(t), "descriptors left open")
 	after := heapInUse()
+	t.Logf("heap in use: %d bytes before, %d after", heap, after)
+	if !measure {
+		return
+	}
 	assert.Less(t, int64(after)-int64(heap), int64(2<<20), "heap in use grew from %d to %d bytes", heap, after)
 }
 
