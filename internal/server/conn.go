@@ -393,6 +393,11 @@ func (c *conn) serve() {
 			c.paceChat()
 		}
 		c.handle(f)
+		if c.share.doomed {
+			c.holdUnread(strayHold)
+			c.close(ReasonNotInRoom)
+			return
+		}
 		if c.paceRoom {
 			c.paceRoom = false
 			time.Sleep(paceRoom)

@@ -703,6 +703,10 @@ func (l *loop[X]) readIn(k *sock[X]) {
 			return
 		}
 		c.handle(f)
+		if c.share.doomed {
+			l.pause(k, nil, strayHold) // closed on resuming
+			return
+		}
 		if c.paceRoom {
 			c.paceRoom = false
 			l.pause(k, nil, paceRoom)
@@ -783,12 +787,20 @@ func (l *loop[X]) resume(k *sock[X]) {
 	if stop {
 		return
 	}
+	if c.share.doomed { // held for strayHold, unread
+		c.close(ReasonNotInRoom)
+		return
+	}
 	if f != nil { // paced by the request or chat rate, not yielding
 		if f.ID != protocol.IDChat {
 			c.throttleResume()
 			c.takeToken()
 		}
 		c.handle(*f)
+		if c.share.doomed {
+			l.pause(k, nil, strayHold)
+			return
+		}
 	}
 	l.readIn(k)
 }

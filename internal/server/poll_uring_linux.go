@@ -466,6 +466,14 @@ func (p *urPoller) received(k *sock[urSock], res int32) {
 func (p *urPoller) receivedBuf(k *sock[urSock], e uring.CQE) {
 	x := &k.x
 	data, bid, whole := p.bufs.Buf(e.Flags, e.Res)
+	if k.c != nil && k.c.share.doomed {
+		// held unread until its close (strayHold): what its multishot
+		// recv brings before the cancel is never read, so not copied
+		if whole {
+			p.bufs.Recycle(bid)
+		}
+		return
+	}
 	if len(x.rdata) > 0 {
 		x.rdata = append(x.rdata, data...) // behind what was left (x.rbuf)
 		x.rbuf = x.rdata

@@ -12,6 +12,7 @@ type share struct {
 	tat    int64  // nanoseconds since epoch
 	chats  uint16 // chats since the clock was last read
 	strays uint16 // chats to rooms it was not in
+	doomed bool   // past maxStrays: held unread for strayHold, then closed
 	paced  bool   // counted once as paced (volanogo_requests_refused_total)
 }
 
@@ -74,13 +75,24 @@ func (c *conn) paceChat() {
 }
 
 // strayChat counts a chat to a room c is not in, which is dropped; past
-// maxStrays it closes c as a protocol violation of its own reason.
+// maxStrays it dooms c: its reader reads no more of it, holds it for
+// strayHold, then closes it as a protocol violation of its own reason
+// (ReasonNotInRoom). A WebSocket connection is closed at once.
 func (c *conn) strayChat() {
 	c.s.counters.strays.Add(1)
 	if c.share.strays++; c.share.strays > maxStrays {
-		c.close(ReasonNotInRoom)
+		c.share.doomed = true
 	}
 }
+
+// strayHold is how long a connection doomed by its stray chats is held,
+// unread, before it is closed: a flooder that reconnects as soon as it is
+// closed would otherwise spend the machine's CPU (its own and the
+// server's) on connections, Access and 17 chats at a time, as fast as it
+// can; held, its writes wait on TCP's flow control and it makes one
+// connection a second. The original pauses a client for a second after
+// each of several requests (its delay.* settings) for the same reason.
+const strayHold = time.Second
 
 // roomsFull tells whether c is in as many rooms as one connection may be
 // (Config.MaxConnRooms): its share of the rooms a server holds, since each
@@ -103,5 +115,19 @@ const searchCost = 16 << 10
 func (c *conn) chargeSearch(searched int) {
 	if c.s.cfg.RequestRate > 0 && searched > searchCost {
 		c.tokens -= float64(searched / searchCost)
+	}
+}
+
+// holdUnread keeps a doomed connection of a reading goroutine open and
+// unread for d, or until the server closes or drains it.
+func (c *conn) holdUnread(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		c.mu.Lock()
+		stop := c.closed || c.lingering != ""
+		c.mu.Unlock()
+		if stop {
+			return
+		}
+		time.Sleep(min(50*time.Millisecond, time.Until(end)))
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -73,9 +74,10 @@ func TestConnRoomsOff(t *testing.T) {
 
 // TestStrayChats: chats to a room the sender is not in, or to a private
 // session it is not in, are dropped without a reply, as the original
-// drops them, and counted; past maxStrays the connection is closed
-// (not_in_room), so that a flood of them costs the server one parse each
-// of at most 17 chats.
+// drops them, and counted; past maxStrays the connection is held unread
+// for strayHold, then closed (not_in_room), so that a flood of them costs
+// the server one parse each of at most 17 chats, and a flooder that
+// reconnects at once makes a connection a second.
 func TestStrayChats(t *testing.T) { forEngines(t, testStrayChats) }
 
 func testStrayChats(t *testing.T, engine string) {
@@ -99,17 +101,25 @@ func testStrayChats(t *testing.T, engine string) {
 	assert.Equal(t, uint64(maxStrays), s.counters.strays.Load())
 
 	c.send(chat("Elsewhere", "stray", "one too many"))
+	start := time.Now()
+	c.send(&protocol.UserList{Type: protocol.Request, RoomName: "Elsewhere"}) // held: never read
 	c.expectClosed()
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, strayHold-100*time.Millisecond, "held before the close")
+	assert.Less(t, took, strayHold+time.Second, "closed after the hold")
 	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
 	assert.Equal(t, uint64(maxStrays+1), s.counters.strays.Load())
 	member.expectNothing(50 * time.Millisecond)
 }
 
-// TestStrayFlood: a connection that writes thousands of chats to a room it
-// is not in at once is closed after the first few; the rest are never
-// parsed.
-func TestStrayFlood(t *testing.T) {
-	s := startServer(t, Config{Rooms: []string{"Elsewhere"}})
+// TestStrayFlood: a connection that writes chats to a room it is not in as
+// fast as it can is held after the first few, the rest never parsed, and
+// closed a hold later: meanwhile its writes wait (TCP's flow control),
+// so that it cannot spend the machine's CPU on them.
+func TestStrayFlood(t *testing.T) { forEngines(t, testStrayFlood) }
+
+func testStrayFlood(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, Rooms: []string{"Elsewhere"}})
 	c := dial(t, s)
 	c.access("")
 	b, err := chat("Elsewhere", "stray", "flood").AppendPacket(nil)
@@ -118,9 +128,21 @@ func TestStrayFlood(t *testing.T) {
 	for range 2000 {
 		batch = append(batch, b...)
 	}
-	_ = c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, _ = c.c.Write(batch) // the server may close before it has all of it
+	start := time.Now()
+	written := 0
+	_ = c.c.SetWriteDeadline(time.Now().Add(strayHold / 2))
+	for { // until the writes have waited half a hold
+		n, err := c.c.Write(batch)
+		written += n
+		if err != nil {
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded, "the writes wait, the connection is not closed at once")
+			break
+		}
+	}
+	t.Logf("%d bytes written before the writes waited", written)
+	assert.Less(t, written, 64<<20, "what the kernel's buffers hold, not what a second of writing makes")
 	c.expectClosed()
+	assert.GreaterOrEqual(t, time.Since(start), strayHold-100*time.Millisecond, "closed a hold later")
 	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
 	assert.Equal(t, uint64(maxStrays+1), s.counters.strays.Load(), "chats parsed")
 }

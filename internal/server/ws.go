@@ -241,6 +241,10 @@ func (c *conn) serveWS() {
 		} else {
 			c.handlePacket(p)
 		}
+		if c.share.doomed {
+			c.close(ReasonNotInRoom) // a new one costs a flooder a handshake
+			return
+		}
 		if c.accessed {
 			c.accessedWS.Store(true)
 			_ = c.ws.SetReadDeadline(time.Now().Add(wsPongWait))
