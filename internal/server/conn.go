@@ -383,6 +383,11 @@ func (c *conn) serve() {
 					continue
 				}
 			}
+			if c.doomOnRead(err) {
+				c.holdUnread(violationHold)
+				c.doomedClose()
+				return
+			}
 			c.readFailed(err)
 			return
 		}
@@ -394,8 +399,8 @@ func (c *conn) serve() {
 		}
 		c.handle(f)
 		if c.share.doomed {
-			c.holdUnread(strayHold)
-			c.close(ReasonNotInRoom)
+			c.holdUnread(violationHold)
+			c.doomedClose()
 			return
 		}
 		if c.paceRoom {

@@ -688,6 +688,10 @@ func (l *loop[X]) readIn(k *sock[X]) {
 				k.endRead = true
 				c.mu.Unlock()
 			}
+			if c.doomOnRead(err) {
+				l.pause(k, nil, violationHold) // closed on resuming
+				return
+			}
 			c.readFailed(err)
 			return
 		}
@@ -704,7 +708,7 @@ func (l *loop[X]) readIn(k *sock[X]) {
 		}
 		c.handle(f)
 		if c.share.doomed {
-			l.pause(k, nil, strayHold) // closed on resuming
+			l.pause(k, nil, violationHold) // closed on resuming
 			return
 		}
 		if c.paceRoom {
@@ -787,8 +791,8 @@ func (l *loop[X]) resume(k *sock[X]) {
 	if stop {
 		return
 	}
-	if c.share.doomed { // held for strayHold, unread
-		c.close(ReasonNotInRoom)
+	if c.share.doomed { // held for violationHold, unread
+		c.doomedClose()
 		return
 	}
 	if f != nil { // paced by the request or chat rate, not yielding
@@ -798,7 +802,7 @@ func (l *loop[X]) resume(k *sock[X]) {
 		}
 		c.handle(*f)
 		if c.share.doomed {
-			l.pause(k, nil, strayHold)
+			l.pause(k, nil, violationHold)
 			return
 		}
 	}

@@ -61,10 +61,11 @@ func testPacketTimeout(t *testing.T, engine string) {
 // TestLargePacketRefusedAtItsFirstBytes: the 64 KiB packet of 21,840
 // one-byte strings that a trickling attacker sends (before Access an
 // Access confirm, after it a RoomList request) is refused by the default
-// --max-packet as soon as its count is in: the server closes the
-// connection on those first bytes (too_large), without waiting for the
-// rest. A request of the longest names and text the limits allow still
-// goes through.
+// --max-packet as soon as its count is in: the server reads no more of
+// the connection, holds it for violationHold (an attacker that reconnects
+// at once makes a connection a second) and closes it (too_large), without
+// waiting for the rest. A request of the longest names and text the limits
+// allow still goes through.
 func TestLargePacketRefusedAtItsFirstBytes(t *testing.T) {
 	forEngines(t, testLargePacketRefusedAtItsFirstBytes)
 }
@@ -83,12 +84,18 @@ func testLargePacketRefusedAtItsFirstBytes(t *testing.T, engine string) {
 	require.Greater(t, len(before), 65000)
 
 	a := dial(t, s)
-	a.sendRaw(before[:14]) // header, result, count
-	a.expectClosed()
 	b := dial(t, s)
 	b.access("Big")
-	b.sendRaw(after[:12]) // header, empty filter, count
-	b.expectClosed()
+	start := time.Now()
+	a.sendRaw(before[:14]) // header, result, count
+	b.sendRaw(after[:12])  // header, empty filter, count
+	for _, c := range []*client{a, b} {
+		c.sendRaw(before[14:1000]) // more of it: never read
+		c.expectClosed()
+	}
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, violationHold-100*time.Millisecond, "held before the close")
+	assert.Less(t, took, violationHold+2*time.Second, "closed on the first bytes, not when the rest came")
 	waitFor(t, "both refused", func() bool { return s.counters.closed[ReasonTooLarge].Load() == 2 })
 
 	long := func(n int) string { return strings.Repeat("€", n) } // three bytes each

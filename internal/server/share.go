@@ -9,11 +9,12 @@ import (
 // be empty, on the clock of epoch) and its chats to rooms it is not in.
 // Owned by the connection's reader (its goroutine, or its event loop).
 type share struct {
-	tat    int64  // nanoseconds since epoch
-	chats  uint16 // chats since the clock was last read
-	strays uint16 // chats to rooms it was not in
-	doomed bool   // past maxStrays: held unread for strayHold, then closed
-	paced  bool   // counted once as paced (volanogo_requests_refused_total)
+	tat      int64  // nanoseconds since epoch
+	chats    uint16 // chats since the clock was last read
+	strays   uint16 // chats to rooms it was not in
+	doomed   bool   // held unread for violationHold, then closed (doomedClose)
+	tooLarge bool   // doomed by a packet over --max-packet (its reader's error); else by its stray chats
+	paced    bool   // counted once as paced (volanogo_requests_refused_total)
 }
 
 // epoch is the chat rates' clock: monotonic, whatever the wall clock does.
@@ -76,7 +77,7 @@ func (c *conn) paceChat() {
 
 // strayChat counts a chat to a room c is not in, which is dropped; past
 // maxStrays it dooms c: its reader reads no more of it, holds it for
-// strayHold, then closes it as a protocol violation of its own reason
+// violationHold, then closes it as a protocol violation of its own reason
 // (ReasonNotInRoom). A WebSocket connection is closed at once.
 func (c *conn) strayChat() {
 	c.s.counters.strays.Add(1)
@@ -85,14 +86,36 @@ func (c *conn) strayChat() {
 	}
 }
 
-// strayHold is how long a connection doomed by its stray chats is held,
-// unread, before it is closed: a flooder that reconnects as soon as it is
-// closed would otherwise spend the machine's CPU (its own and the
-// server's) on connections, Access and 17 chats at a time, as fast as it
-// can; held, its writes wait on TCP's flow control and it makes one
-// connection a second. The original pauses a client for a second after
-// each of several requests (its delay.* settings) for the same reason.
-const strayHold = time.Second
+// violationHold is how long a connection doomed by what it sent (its
+// stray chats, a packet over --max-packet) is held, unread, before it is
+// closed: an attacker that reconnects as soon as it is closed would
+// otherwise spend the machine's CPU (its own and the server's) on
+// connections, Access and 17 chats at a time, or on the first bytes of
+// packets refused at their count, as fast as it can; held, it makes one
+// connection a second, and a flooder's writes wait on TCP's flow control
+// meanwhile. The original pauses a client for a second after each of
+// several requests (its delay.* settings) for the same reason.
+const violationHold = time.Second
+
+// doomOnRead tells whether a read error is one a connection is held for
+// before its close (a packet over --max-packet), and dooms it if so.
+func (c *conn) doomOnRead(err error) bool {
+	if readCloseReason(err) != ReasonTooLarge {
+		return false
+	}
+	c.share.doomed, c.share.tooLarge = true, true
+	return true
+}
+
+// doomedClose closes a doomed connection once it has been held.
+func (c *conn) doomedClose() {
+	if c.share.tooLarge {
+		_, err := c.reader.Next() // its error, which is sticky
+		c.readFailed(err)
+		return
+	}
+	c.close(ReasonNotInRoom)
+}
 
 // roomsFull tells whether c is in as many rooms as one connection may be
 // (Config.MaxConnRooms): its share of the rooms a server holds, since each

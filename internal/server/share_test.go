@@ -75,7 +75,7 @@ func TestConnRoomsOff(t *testing.T) {
 // TestStrayChats: chats to a room the sender is not in, or to a private
 // session it is not in, are dropped without a reply, as the original
 // drops them, and counted; past maxStrays the connection is held unread
-// for strayHold, then closed (not_in_room), so that a flood of them costs
+// for violationHold, then closed (not_in_room), so that a flood of them costs
 // the server one parse each of at most 17 chats, and a flooder that
 // reconnects at once makes a connection a second.
 func TestStrayChats(t *testing.T) { forEngines(t, testStrayChats) }
@@ -105,8 +105,8 @@ func testStrayChats(t *testing.T, engine string) {
 	c.send(&protocol.UserList{Type: protocol.Request, RoomName: "Elsewhere"}) // held: never read
 	c.expectClosed()
 	took := time.Since(start)
-	assert.GreaterOrEqual(t, took, strayHold-100*time.Millisecond, "held before the close")
-	assert.Less(t, took, strayHold+time.Second, "closed after the hold")
+	assert.GreaterOrEqual(t, took, violationHold-100*time.Millisecond, "held before the close")
+	assert.Less(t, took, violationHold+time.Second, "closed after the hold")
 	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
 	assert.Equal(t, uint64(maxStrays+1), s.counters.strays.Load())
 	member.expectNothing(50 * time.Millisecond)
@@ -130,7 +130,7 @@ func testStrayFlood(t *testing.T, engine string) {
 	}
 	start := time.Now()
 	written := 0
-	_ = c.c.SetWriteDeadline(time.Now().Add(strayHold / 2))
+	_ = c.c.SetWriteDeadline(time.Now().Add(violationHold / 2))
 	for { // until the writes have waited half a hold
 		n, err := c.c.Write(batch)
 		written += n
@@ -142,7 +142,7 @@ func testStrayFlood(t *testing.T, engine string) {
 	t.Logf("%d bytes written before the writes waited", written)
 	assert.Less(t, written, 64<<20, "what the kernel's buffers hold, not what a second of writing makes")
 	c.expectClosed()
-	assert.GreaterOrEqual(t, time.Since(start), strayHold-100*time.Millisecond, "closed a hold later")
+	assert.GreaterOrEqual(t, time.Since(start), violationHold-100*time.Millisecond, "closed a hold later")
 	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
 	assert.Equal(t, uint64(maxStrays+1), s.counters.strays.Load(), "chats parsed")
 }

@@ -9,7 +9,7 @@
 //	attack -mode rooms     -n 5000            an Access naming a new 100-character room each
 //	attack -mode slow      -duration 30s      a chatting room with clients that never read
 //	attack -mode probe     -duration 10s      only the probe room
-//	attack -mode trickle   -n 16 [-whole] [-after-access] [-sink]
+//	attack -mode trickle   -n 16 [-whole] [-after-access] [-sink whole|reader|refuse]
 //	                       64 KiB packets of 21,840 one-byte strings, 1-3 bytes per write
 //	attack -mode stray     -n 4               chats to a room the sender never entered
 //
@@ -53,7 +53,7 @@ var (
 	afterAcc  = flag.Bool("after-access", false, "trickle: send Access first, then the packets (RoomList requests) on the same connection")
 	strayRoom = flag.String("stray-room", "Room1", "stray: the room the chats name (one the attackers never enter)")
 	spread    = flag.Duration("spread", 0, "trickle: spread each packet's writes evenly over this long (a packet slower than the server's --access-timeout is closed by it, as the outside tester's were); 0: as fast as the socket takes them")
-	sink      = flag.String("sink", "", "trickle: send to a listener of this process instead of -addr, which reads each packet and closes: whole (one wake-up, SO_RCVLOWAT at the packet's size) or reader (as volanogo serve reads it: protocol.Reader over SO_RCVLOWAT)")
+	sink      = flag.String("sink", "", "trickle: send to a listener of this process instead of -addr, which reads each packet and closes: whole (one wake-up, SO_RCVLOWAT at the packet's size), reader (as volanogo serve reads it with --max-packet 65536: protocol.Reader over SO_RCVLOWAT) or refuse (its first 14 bytes, then a second's hold, as serve's default --max-packet refuses it)")
 )
 
 func main() {

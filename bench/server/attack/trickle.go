@@ -49,10 +49,10 @@ func trickle() error {
 		if *afterAcc {
 			return errors.New("-sink takes the packets before Access only")
 		}
-		if *sink != "whole" && *sink != "reader" {
-			return fmt.Errorf("-sink %q: whole or reader", *sink)
+		if *sink != "whole" && *sink != "reader" && *sink != "refuse" {
+			return fmt.Errorf("-sink %q: whole, reader or refuse", *sink)
 		}
-		ln, err := startSink(len(pkt), *sink == "reader")
+		ln, err := startSink(len(pkt), *sink)
 		if err != nil {
 			return err
 		}
@@ -222,9 +222,14 @@ func strayConn(i int, batch []byte, size int, deadline time.Time, chats *atomic.
 // startSink listens on loopback and, for each connection, reads one
 // packet of size bytes, then closes it: whole, waiting for all of it at
 // once (SO_RCVLOWAT at its size: the least a server could spend on the
-// attack), or with a protocol.Reader over SO_RCVLOWAT, as volanogo serve's
-// goroutine engine reads it (what the server spends, in this process).
-func startSink(size int, reader bool) (net.Listener, error) {
+// attack); reader, with a protocol.Reader over SO_RCVLOWAT, as volanogo
+// serve's goroutine engine reads it when --max-packet lets it through
+// (what the server spends, in this process). Or refuse: it reads the
+// packet's first 14 bytes (its header and count, on which serve's default
+// --max-packet refuses it), holds the connection unread for the second
+// serve holds it, and closes it: the least a server refusing it could
+// spend.
+func startSink(size int, how string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -242,7 +247,13 @@ func startSink(size int, reader bool) (net.Listener, error) {
 					return
 				}
 				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				if reader {
+				if how == "refuse" {
+					var head [14]byte
+					_, _ = io.ReadFull(c, head[:])
+					time.Sleep(time.Second)
+					return
+				}
+				if how == "reader" {
 					_, _ = protocol.NewReader(&lowWater{TCPConn: c.(*net.TCPConn), raw: raw}, 0).Next()
 					return
 				}
