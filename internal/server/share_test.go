@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -222,4 +223,63 @@ func testChatRatePaces(t *testing.T, engine string) {
 	assert.GreaterOrEqual(t, took, time.Duration(chats-rate-chatBatch)*time.Second/rate, "paced")
 	assert.Equal(t, uint64(1), s.counters.requestsRefused[ReasonChatRate].Load())
 	assert.Zero(t, s.counters.closed[ReasonSlowConsumer].Load())
+}
+
+// TestHeldThenStopped: a connection held for its close (its stray chats,
+// a packet over --max-packet) when the server drains or shuts down is
+// closed by the stop, once, and the stop does not wait out the hold's
+// reading (the held connections never read what their peers still write).
+func TestHeldThenStopped(t *testing.T) { forEngines(t, testHeldThenStopped) }
+
+func testHeldThenStopped(t *testing.T, engine string) {
+	for _, stop := range []string{"drain", "shutdown"} {
+		t.Run(stop, func(t *testing.T) {
+			s, err := New(Config{Listen: "127.0.0.1:0", Engine: engine, Rooms: []string{"Elsewhere"}})
+			require.NoError(t, err)
+			require.NoError(t, s.Start())
+			stray, err := chat("Elsewhere", "stray", "flood").AppendPacket(nil)
+			require.NoError(t, err)
+			var flood []byte
+			for range maxStrays + 1 {
+				flood = append(flood, stray...)
+			}
+			a := dial(t, s)
+			a.access("")
+			a.sendRaw(flood)
+			b := dial(t, s)
+			b.sendRaw([]byte{0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0x55, 0x50}) // an Access confirm of 21,840 rooms
+			waitFor(t, "both held", func() bool {
+				return s.counters.strays.Load() == maxStrays+1 && s.counters.open.Load() == 2
+			})
+			time.Sleep(100 * time.Millisecond) // into the hold
+			for _, c := range []*client{a, b} {
+				go func() { // still writing, never read
+					_ = c.c.SetWriteDeadline(time.Now().Add(3 * time.Second))
+					for {
+						if _, err := c.c.Write(flood); err != nil {
+							return
+						}
+					}
+				}()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			if stop == "drain" {
+				require.NoError(t, s.Drain(ctx))
+			}
+			require.NoError(t, s.Shutdown(ctx))
+			took := time.Since(start)
+			t.Logf("%s took %v", stop, took.Round(time.Millisecond))
+			assert.Less(t, took, violationHold+2*time.Second, "the stop is not held up")
+			a.expectClosed()
+			b.expectClosed()
+			assert.Zero(t, s.counters.open.Load(), "connections open")
+			closed := uint64(0)
+			for _, v := range s.counters.closed {
+				closed += v.Load()
+			}
+			assert.Equal(t, s.counters.accepted[0].Load(), closed, "every accepted connection closed once")
+		})
+	}
 }
