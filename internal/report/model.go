@@ -644,9 +644,10 @@ type Environment struct {
 	// ServerMachines counts the distinct server hostnames.
 	ServerMachine  *Machine `json:"server_machine,omitempty"`
 	ServerMachines int      `json:"server_machines,omitempty"`
-	// Network lists the distinct paths to the server its runs measured:
-	// the round trip and how, the interface and its speed
-	// (results.Network).
+	// Network lists the distinct paths to the server its runs measured,
+	// a line each: the round trip and how, the interface and its speed
+	// (results.Network); runs over one path share its line, the median of
+	// their round trips with the range.
 	Network []string `json:"network,omitempty"`
 	// ServerCommands are the distinct commands that started the server.
 	ServerCommands []string `json:"server_commands,omitempty"`

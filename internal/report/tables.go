@@ -742,6 +742,7 @@ func (b *builder) environments() {
 			Runs: len(docs),
 		}
 		hosts, serverHosts := map[string]bool{}, map[string]bool{}
+		var nets []*results.Network
 		for _, d := range docs {
 			hosts[d.Environment.Hostname] = true
 			if d.Shards > 0 {
@@ -766,10 +767,11 @@ func (b *builder) environments() {
 				}
 			}
 			if n := d.Network; n != nil {
-				env.Network = appendNew(env.Network, networkLine(n))
+				nets = append(nets, n)
 			}
 			env.Tools = appendNew(env.Tools, toolLine(d.Tool))
 		}
+		env.Network = networkLines(nets)
 		env.CommandLines = collapseCommands(docs)
 		env.Machines = len(hosts)
 		env.ServerMachines = len(serverHosts)
@@ -787,21 +789,77 @@ func machineOf(e results.Environment) *Machine {
 		OpenFilesSoft: e.OpenFilesSoft, OpenFilesHard: e.OpenFilesHard, TCPCongestion: e.TCPCongestion}
 }
 
+// networkLines describes the paths a platform's runs measured, a line
+// each: runs over the same path (how its round trip was measured, the
+// interface, its speed, loopback or not) share one line, the median of
+// their round trips with its range, rather than a line each that differs
+// only in the measured figures.
+func networkLines(nets []*results.Network) []string {
+	type path struct {
+		method, iface string
+		mbps          int64
+		loopback      bool
+	}
+	var order []path
+	runs := map[path][]*results.Network{}
+	for _, n := range nets {
+		p := path{n.Method, n.Interface, n.LinkMbps, n.Loopback}
+		if _, ok := runs[p]; !ok {
+			order = append(order, p)
+		}
+		runs[p] = append(runs[p], n)
+	}
+	var lines []string
+	for _, p := range order {
+		ns := runs[p]
+		first := networkLine(ns[0])
+		if !slices.ContainsFunc(ns[1:], func(n *results.Network) bool { return networkLine(n) != first }) {
+			lines = append(lines, first) // one run, or runs that measured the same
+			continue
+		}
+		rtts := make([]float64, len(ns))
+		fastest := ns[0].RTTMinSeconds
+		for i, n := range ns {
+			rtts[i] = n.RTTSeconds
+			fastest = min(fastest, n.RTTMinSeconds)
+		}
+		slices.Sort(rtts)
+		median := rtts[len(rtts)/2]
+		if len(rtts)%2 == 0 {
+			median = (rtts[len(rtts)/2-1] + rtts[len(rtts)/2]) / 2
+		}
+		lines = append(lines, fmt.Sprintf("RTT %s (%s, median of %d runs, %s to %s; fastest %s)%s",
+			fmtNanos(int64(median*1e9)), methodName(p.method), len(ns), fmtNanos(int64(rtts[0]*1e9)),
+			fmtNanos(int64(rtts[len(rtts)-1]*1e9)), fmtNanos(int64(fastest*1e9)), pathOf(ns[0])))
+	}
+	return lines
+}
+
+// methodName says how a round trip was measured (results.Network.Method).
+func methodName(m string) string {
+	switch m {
+	case "ping":
+		return "protocol ping"
+	case "connect":
+		return "TCP connect"
+	}
+	return m
+}
+
 // networkLine describes a measured path: "RTT 212 µs (protocol ping,
 // median of 10; fastest 180 µs), eth0 at 10,000 Mbit/s".
 func networkLine(n *results.Network) string {
-	how := n.Method
-	switch n.Method {
-	case "ping":
-		how = "protocol ping"
-	case "connect":
-		how = "TCP connect"
-	}
-	s := "RTT " + fmtNanos(int64(n.RTTSeconds*1e9)) + " (" + how
+	s := "RTT " + fmtNanos(int64(n.RTTSeconds*1e9)) + " (" + methodName(n.Method)
 	if n.RTTSamples > 1 {
 		s += ", median of " + strconv.Itoa(n.RTTSamples) + "; fastest " + fmtNanos(int64(n.RTTMinSeconds*1e9))
 	}
-	s += ")"
+	return s + ")" + pathOf(n)
+}
+
+// pathOf is a network line's interface part: ", eth0 (device speed 100
+// Mbit/s)", and whether the path is loopback.
+func pathOf(n *results.Network) string {
+	var s string
 	switch {
 	case n.Interface != "" && n.LinkMbps > 0:
 		s += ", " + n.Interface + " (device speed " + group(n.LinkMbps) + " Mbit/s)"
