@@ -2,6 +2,8 @@ package server
 
 import (
 	"time"
+
+	"github.com/volanogo/volanogo/pkg/protocol"
 )
 
 // share is what one connection has used of its fair share of chats: its
@@ -110,7 +112,12 @@ func (c *conn) doomOnRead(err error) bool {
 // doomedClose closes a doomed connection once it has been held.
 func (c *conn) doomedClose() {
 	if c.share.tooLarge {
-		_, err := c.reader.Next() // its error, which is sticky
+		var err error = protocol.ErrTooLarge
+		if c.reader != nil {
+			if _, e := c.reader.Next(); readCloseReason(e) == ReasonTooLarge {
+				err = e // the reader's own, which is sticky: it says what and where
+			}
+		}
 		c.readFailed(err)
 		return
 	}
