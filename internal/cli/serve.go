@@ -143,7 +143,7 @@ ends it at once.`,
 	f.DurationVar(&o.drainTimeout, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM or SIGINT, longest the drain lasts (each connection gets a second to take its packets and close) before the rest are closed at once")
 	f.IntVar(&o.sendBuffer, "send-buffer", server.DefaultSendBuffer, "bytes that may wait for one slow client (queued or in an unfinished write) before it is closed as a slow consumer")
 	f.IntVar(&o.socketSendBuffer, "socket-send-buffer", server.DefaultSocketSendBuffer, "each connection's kernel send buffer, SO_SNDBUF (0: the kernel autotunes it)")
-	f.IntVar(&o.maxPacket, "max-packet", 0, "largest packet a client may send, in bytes; a larger one closes the connection as soon as its first bytes say it will be larger (0: 8192, or twice the largest request the --max-* lengths allow if more)")
+	f.IntVar(&o.maxPacket, "max-packet", 0, "largest packet a client may send, in bytes; a larger one is refused as soon as its first bytes say it will be larger, and its connection closed a second later, unread meanwhile (0: 8192, or twice the largest request the --max-* lengths allow if more)")
 	f.IntVar(&o.maxPrivate, "max-private", server.DefaultMaxPrivate, "most private sessions one connection may have opened and not closed (0: no limit)")
 	f.IntVar(&o.maxRooms, "max-rooms", server.DefaultMaxRooms, "most dynamic rooms; past it an Access is accepted but its room not created (0: no limit)")
 	f.IntVar(&o.requestRate, "request-rate", server.DefaultRequestRate, "requests other than chats one connection may make per second, with a burst of as many; faster ones wait (0: no pacing)")

@@ -211,9 +211,9 @@ type Config struct {
 	// SocketSendBuffer sets each TCP connection's kernel send buffer
 	// (default DefaultSocketSendBuffer; Off: the kernel autotunes it).
 	SocketSendBuffer int
-	// MaxPacket bounds one incoming packet: a larger one closes its
-	// connection (ReasonTooLarge) as soon as its first bytes say it will be
-	// larger. Default: DefaultMaxPacket, or twice the largest request the
+	// MaxPacket bounds one incoming packet: a larger one is refused as
+	// soon as its first bytes say it will be larger, and its connection
+	// closed (ReasonTooLarge) violationHold later, unread meanwhile. Default: DefaultMaxPacket, or twice the largest request the
 	// name and text limits allow if that is more; it may not be less than
 	// that request.
 	MaxPacket int
