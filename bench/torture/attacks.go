@@ -273,8 +273,10 @@ func attackHugeCounts(ctx context.Context, e *env) outcome {
 }
 
 // attackHugeNames: an EnterRoom with a room name, a user name, a profile
-// of 60,000 bytes (under the 64 KiB packet limit) or 65,535 (over it with
-// the rest of the packet), and a chat text of 60,000 bytes after entering.
+// of 60,000 bytes or 65,535, and a chat text of 60,000 bytes after
+// entering: too long for the name and text limits, and (volanogo serve's
+// default --max-packet is 8 KiB) too large, refused at the string's
+// length.
 func attackHugeNames(ctx context.Context, e *env) outcome {
 	long := strings.Repeat("n", 60000)
 	longest := strings.Repeat("n", 65535)
