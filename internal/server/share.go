@@ -112,7 +112,7 @@ func (c *conn) doomOnRead(err error) bool {
 // doomedClose closes a doomed connection once it has been held.
 func (c *conn) doomedClose() {
 	if c.share.tooLarge {
-		var err error = protocol.ErrTooLarge
+		err := protocol.ErrTooLarge
 		if c.reader != nil {
 			if _, e := c.reader.Next(); readCloseReason(e) == ReasonTooLarge {
 				err = e // the reader's own, which is sticky: it says what and where
