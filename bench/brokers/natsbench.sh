@@ -15,7 +15,9 @@
 #            rate volanogo reached, PACED messages each, from one publisher
 #            and again from 20 (--clients 20: each publishing its own
 #            messages, as the room's 20 users do, where one publisher
-#            writes many a write(2));
+#            writes many a write(2)); and volanogo with --publishers 1
+#            (one user of the room publishing every chat, the 19 others
+#            reading: nats bench's shape) at the same rate;
 #   one at a time
 #            nats bench sleeping SLEEP (250us) between messages, MSGS of
 #            them, then volanogo paced at the rate it reached: its
@@ -130,12 +132,13 @@ natsbench() {
 }
 
 # volanogo ARGS...: volanogo load's µs per message (the whole process)
-# over its chats, one room of 20, and its chat rate.
+# over its chats, one room of 20, and its chat rate. PUBLISHERS (20 but
+# for one row) is how many of the room's users sent -count chats each.
 volanogo() {
 	broker
 	/usr/bin/time -f '%U %S' -o "$tmp/vg.time" "$vg" load --url "$url" -rooms 1 -runs 1 --quiet -file '' --json --engine "$engine" "$@" \
 		>"$tmp/vg.json" 2>"$tmp/vg.err" || { tail -5 "$tmp/vg.err" >&2; echo "volanogo load $*" >"$tmp/failed"; }
-	echo "$(per_msg "$(cpu "$tmp/vg.time")" "$(($(field count <"$tmp/vg.json") * 20))")" \
+	echo "$(per_msg "$(cpu "$tmp/vg.time")" "$(($(field count <"$tmp/vg.json") * ${PUBLISHERS:-20}))")" \
 		"$(awk -v m="$(field msgs_per_sec <"$tmp/vg.json")" 'BEGIN { printf "%d", m / 20 }')"
 }
 
@@ -161,6 +164,8 @@ paced() {
 	np=${1:-0} nprate=${2:-0}
 	set -- $(natsbench "$paced" "$vprate" "" 20)
 	np20=${1:-0} np20rate=${2:-0}
+	set -- $(PUBLISHERS=1 volanogo -count "$paced" --publishers 1 -pause "$(awk -v r="$vprate" 'BEGIN { printf "%.9fs", 1 / r }')" --slo 1m)
+	vp1=${1:-0} vp1rate=${2:-0}
 }
 
 # single: nats bench sleeping SLEEP between messages (one message a
@@ -203,9 +208,10 @@ while [ "$r" -le "$rounds" ]; do
 	echo "  turns: volanogo $vt at $trate, nats bench $nt at $ntrate: volanogo/nats bench $(awk -v a="$vt" -v b="$nt" 'BEGIN { printf "%.2f", a / b }')"
 	echo "  paced: volanogo $vp at $vprate, nats bench $np at $nprate: volanogo/nats bench $(awk -v a="$vp" -v b="$np" 'BEGIN { printf "%.2f", a / b }')"
 	echo "  paced, 20 publishers: nats bench $np20 at $np20rate: volanogo/nats bench $(awk -v a="$vp" -v b="$np20" 'BEGIN { printf "%.2f", a / b }')"
+	echo "  paced, one publisher: volanogo --publishers 1 $vp1 at $vp1rate, nats bench $np: volanogo/nats bench $(awk -v a="$vp1" -v b="$np" 'BEGIN { printf "%.2f", a / b }')"
 	echo "  flood: nats bench $nf at $nfrate; nats.go taking turns $ng"
 	echo "  one at a time: nats bench $ns at $nsrate, volanogo $vs at $vsrate: volanogo/nats bench $(awk -v a="$vs" -v b="$ns" 'BEGIN { printf "%.2f", a / b }')"
-	echo "$vt $nt $vp $np $nf $ng $trate $vprate $nfrate $vs $ns $nsrate $np20 $np20rate" >>"$tmp/rows"
+	echo "$vt $nt $vp $np $nf $ng $trate $vprate $nfrate $vs $ns $nsrate $np20 $np20rate $vp1 $vp1rate" >>"$tmp/rows"
 	r=$((r + 1))
 done
 col() { awk -v c="$1" '{ print $c }' "$tmp/rows" | med; }
@@ -215,6 +221,7 @@ echo "medians of $rounds rounds (µs per message):"
 echo "  turns at $(col 7) chats/s: volanogo $(col 1), nats bench $(col 2); volanogo/nats bench $(rmed 1 2) (rounds $(ratio 1 2 | span))"
 echo "  paced at $(col 8) chats/s (asked $rate): volanogo $(col 3), nats bench $(col 4); volanogo/nats bench $(rmed 3 4) (rounds $(ratio 3 4 | span))"
 echo "  paced, nats bench from 20 publishers at $(col 14) msgs/s: nats bench $(col 13); volanogo/nats bench $(rmed 3 13) (rounds $(ratio 3 13 | span))"
+echo "  paced, one publisher (volanogo --publishers 1) at $(col 16) chats/s: volanogo $(col 15), nats bench $(col 4); volanogo/nats bench $(rmed 15 4) (rounds $(ratio 15 4 | span))"
 echo "  one at a time at $(col 12) chats/s (nats bench --sleep $sleep): volanogo $(col 10), nats bench $(col 11); volanogo/nats bench $(rmed 10 11) (rounds $(ratio 10 11 | span))"
 echo "  flood at $(col 9) chats/s: nats bench $(col 5)"
 [ -z "$natsgo" ] || echo "  nats.go taking turns $(col 6); volanogo/nats.go $(rmed 1 6) (rounds $(ratio 1 6 | span))"

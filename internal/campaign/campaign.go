@@ -606,6 +606,7 @@ func (c *Config) identify(d *results.Document, spec runSpec, target swarm.Target
 		Users:               s.Users,
 		Count:               s.Count,
 		PauseSeconds:        s.Pause.Seconds(),
+		Publishers:          s.Publishers,
 		DurationSeconds:     s.Duration.Seconds(),
 		ConnectRate:         s.ConnectRate,
 		ConnectConcurrency:  s.ConnectConcurrency,

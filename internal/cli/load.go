@@ -208,6 +208,7 @@ type loadOptions struct {
 	batchReads, strictOrder    bool
 	strict                     bool
 	maxPacket                  int
+	publishers                 int
 	engine                     string
 	loops                      int
 	cpuprofile                 string
@@ -323,6 +324,7 @@ Exit status: 0 passed, 1 the run failed, 2 usage.`,
 	f.StringVarP(&o.output, "output", "o", "", "result document: a file, a directory for one file per run, or - for standard output (one JSON line per run; the text then goes to standard error)")
 	f.StringVar(&o.label, "label", "", "platform name for 'volanogo report' (default: the server)")
 	f.DurationVar(&o.duration, "duration", 0, "end the run after this long (with -count 0 or -pause)")
+	f.IntVar(&o.publishers, "publishers", 0, "paced runs: how many users of each room send chats, Mark1 up, each every -pause; the others only read (0: all; 1 is nats bench's one publisher to 19 subscribers)")
 	f.Float64Var(&o.connectRate, "connect-rate", 0, "new connections per second (0: unlimited)")
 	f.IntVar(&o.connectConcurrency, "connect-concurrency", swarm.DefaultConnectConcurrency, "rooms connecting at once (the users of a room connect in order)")
 	f.DurationVar(&o.stall, "stall-timeout", swarm.DefaultStallTimeout, "fail a room that makes no progress for this long; bounds each wait of the set-up")
@@ -395,6 +397,12 @@ func (o *loadOptions) config() (campaign.Config, error) {
 	if o.start.v < 0 {
 		return campaign.Config{}, usage("-start: value must not be negative (%d)", o.start.v)
 	}
+	switch {
+	case o.publishers < 0 || o.publishers > o.users.v:
+		return campaign.Config{}, usage("--publishers: between 1 and the users of a room, %d (0: all; got %d)", o.users.v, o.publishers)
+	case o.publishers > 0 && o.pause.d <= 0:
+		return campaign.Config{}, usage("--publishers: paced runs only: give -pause")
+	}
 	if o.runs < 0 {
 		return campaign.Config{}, usage("--runs: must not be negative (%d)", o.runs)
 	}
@@ -419,6 +427,7 @@ func (o *loadOptions) config() (campaign.Config, error) {
 			Count:              o.count.v,
 			Pause:              o.pause.d,
 			Duration:           o.duration,
+			Publishers:         o.publishers,
 			ConnectRate:        o.connectRate,
 			ConnectConcurrency: o.connectConcurrency,
 			StallTimeout:       o.stall,

@@ -106,6 +106,11 @@ func TestLoadFlags(t *testing.T) {
 			assert.Equal(t, 4096, c.Spec.MaxPacket)
 		}},
 		{args: []string{"--max-packet", "100"}, code: 2, err: "--max-packet: 100 bytes is below 1024"},
+		{args: []string{"-pause", "10ms", "--publishers", "1"}, check: func(t *testing.T, c campaign.Config) {
+			assert.Equal(t, 1, c.Spec.Publishers)
+		}},
+		{args: []string{"--publishers", "1"}, code: 2, err: "--publishers: paced runs only: give -pause"},
+		{args: []string{"-pause", "1s", "--publishers", "21"}, code: 2, err: "--publishers: between 1 and the users of a room, 20 (0: all; got 21)"},
 		{args: []string{"--strict"}, check: func(t *testing.T, c campaign.Config) {
 			assert.True(t, c.Spec.Strict)
 			assert.False(t, c.Spec.StrictOrder, "order is --strict-order's")

@@ -154,7 +154,10 @@ type Config struct {
 	Users     int    `json:"users"`
 	Count     int    `json:"count"`
 	// PauseSeconds is 0 for turn-taking.
-	PauseSeconds        float64  `json:"pause_seconds"`
+	PauseSeconds float64 `json:"pause_seconds"`
+	// Publishers is how many users of each room sent chats in a paced run
+	// (load --publishers); 0: every user.
+	Publishers          int      `json:"publishers,omitempty"`
 	DurationSeconds     float64  `json:"duration_seconds,omitempty"`
 	ConnectRate         float64  `json:"connect_rate,omitempty"`
 	ConnectConcurrency  int      `json:"connect_concurrency,omitempty"`

@@ -487,6 +487,8 @@ func (l *evLoop) notified() {
 		for _, c := range pending {
 			switch {
 			case c.gone || c.u.r.rs.aborted.Load():
+			case c.paced && !c.u.r.rs.spec.publishes(c.u.num):
+				c.u.doneSending.Store(true) // it only reads
 			case c.paced:
 				c.next = base + c.offset
 				l.push(c)

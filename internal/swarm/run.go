@@ -587,7 +587,7 @@ func (rs *runState) finish(doc *results.Document, elapsedMs int64) {
 	c.Total = c.Sent + c.Received
 	if cfg.Count > 0 && !rs.stopping.Load() {
 		// (A run that its duration ended had no expected total.)
-		c.ExpectedSent = int64(len(rs.rooms)) * int64(cfg.Users) * int64(cfg.Count)
+		c.ExpectedSent = int64(len(rs.rooms)) * int64(cfg.publishers()) * int64(cfg.Count)
 		c.ExpectedTotal = c.ExpectedSent * int64(cfg.Users)
 	}
 	doc.Counts = c

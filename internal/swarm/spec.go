@@ -105,6 +105,11 @@ type Spec struct {
 	Pause time.Duration
 	// Duration ends a run with Count 0 or with pauses (0: no limit).
 	Duration time.Duration
+	// Publishers, in a paced run, is how many users of each room send
+	// chats, Mark1 to Mark<Publishers>, each every Pause; the others only
+	// read (0: every user). One publisher and 19 readers is nats bench's
+	// shape (one publisher, 19 subscribers to a subject).
+	Publishers int
 
 	// ConnectRate bounds new connections per second (0: unlimited);
 	// ConnectConcurrency is how many rooms connect at once.
@@ -314,6 +319,10 @@ func (s *Spec) normalize(t Target) error {
 		return cfgErr("pause: value must not be negative (%s)", s.Pause)
 	case s.Count == 0 && s.Duration <= 0:
 		return cfgErr("count 0 runs forever: give a duration")
+	case s.Publishers != 0 && s.Scenario != results.ScenarioPaced:
+		return cfgErr("publishers: paced runs only (a pause; not %s)", s.Scenario)
+	case s.Publishers < 0 || s.Publishers > s.Users:
+		return cfgErr("publishers: between 1 and the users of a room, %d (%d)", s.Users, s.Publishers)
 	case s.ConnectRate < 0:
 		return cfgErr("connect rate: must not be negative")
 	case s.MaxPacket < MinMaxPacket:
@@ -371,6 +380,17 @@ func (s *Spec) normalize(t Target) error {
 		return cfgErr("transport %q is not tcp, ws, nats, redis or mqtt", t.Transport)
 	}
 	return nil
+}
+
+// publishes reports whether user num (1-based) of a room sends chats.
+func (s *Spec) publishes(num int) bool { return s.Publishers == 0 || num <= s.Publishers }
+
+// publishers is how many users of a room send chats.
+func (s *Spec) publishers() int {
+	if s.Publishers == 0 {
+		return s.Users
+	}
+	return s.Publishers
 }
 
 // paced reports whether the spec is a paced run (a storm is one).

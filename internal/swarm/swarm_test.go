@@ -169,6 +169,31 @@ func TestPacedCount(t *testing.T) {
 	assert.False(t, d.Paced.Broken, d.Paced.Reason)
 }
 
+// TestPacedPublishers: with --publishers 1 only Mark1 of each room sends,
+// on both client engines; the others read every chat: exact totals, and
+// the expected total counts the one publisher.
+func TestPacedPublishers(t *testing.T) {
+	for _, engine := range []string{EngineGoroutine, EngineEpoll} {
+		t.Run(engine, func(t *testing.T) {
+			if engine == EngineEpoll && runtime.GOOS != "linux" {
+				t.Skip("event loops: Linux only")
+			}
+			checkGoroutines(t)
+			s := startServer(t, server.Config{})
+			cfg := tcpConfig(s.Addr().String())
+			cfg.Rooms, cfg.Users, cfg.Count, cfg.Pause = 2, 5, 6, 10*time.Millisecond
+			cfg.Publishers, cfg.Engine = 1, engine
+			d := mustPass(t, cfg)
+			assert.Equal(t, int64(2*6), d.Counts.Sent, "one publisher a room")
+			assert.Equal(t, int64(2*6*4), d.Counts.Received, "each chat reaches the four others")
+			assert.Equal(t, d.Counts.Sent, d.Counts.ExpectedSent)
+			assert.Equal(t, d.Counts.Sent+d.Counts.Received, d.Counts.ExpectedTotal)
+			assert.False(t, d.Paced.Broken, d.Paced.Reason)
+			assert.Zero(t, d.Integrity.Lost)
+		})
+	}
+}
+
 func TestDurationTurnTaking(t *testing.T) {
 	checkGoroutines(t)
 	s := startServer(t, server.Config{})

@@ -547,6 +547,9 @@ func (u *user) pacedSend(offset time.Duration) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var sent int64
+	if !rs.spec.publishes(u.num) {
+		count = -1 // it only reads
+	}
 	for k := int64(0); count == 0 || k < count; k++ {
 		if d := next - nanotime(); d > 0 {
 			timer.Reset(time.Duration(d))
