@@ -333,11 +333,16 @@ func (b *builder) nameOf(d *results.Document) string {
 // platformOf is d's platform: its name, followed by its engines when
 // documents of that name differ by engines ("fast (serve epoll / load
 // goroutine)"), so that runs differing only by engines are compared as
-// platforms are.
+// platforms are; and by its publishers a room when not every user sent
+// (load --publishers: "nats (1 publisher a room)"), a workload of its own
+// that is not averaged with the others.
 func (b *builder) platformOf(d *results.Document) string {
 	name := b.nameOf(d)
 	if e := d.Engines(); e != "" && b.split[name] {
-		return name + " (" + e + ")"
+		name += " (" + e + ")"
+	}
+	if p := d.Config.Publishers; p > 0 && p < d.Config.Users {
+		name += " (" + plural(p, "publisher") + " a room)"
 	}
 	return name
 }

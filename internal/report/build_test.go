@@ -640,3 +640,19 @@ func TestEnvironmentTCPSettings(t *testing.T) {
 	e.LoopbackQuickACK = false
 	assert.Contains(t, envLines(e), [2]string{"Runtime", "go1.26.8; ports 32768–60999; TCP bbr"})
 }
+
+// TestPublishersPlatform: paced runs in which only some users of a room
+// sent (load --publishers) are a platform of their own, not averaged
+// with runs of the same label in which every user sent.
+func TestPublishersPlatform(t *testing.T) {
+	paced := func(run, publishers int) *results.Document {
+		d := doc("nats", 20, run, 0, "")
+		d.Passed, d.Failures = true, nil
+		d.Config.Scenario, d.Config.PauseSeconds, d.Config.Publishers = results.ScenarioPaced, 0.001, publishers
+		d.Paced = &results.Paced{ConcurrentUsers: 20, InPerSecond: 1000, OutPerSecond: 19000}
+		return d
+	}
+	r, err := Build([]*results.Document{paced(1, 0), paced(2, 1), paced(3, 20)}, DefaultOptions())
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"nats", "nats (1 publisher a room)"}, r.Platforms, "20 publishers of 20 is every user")
+}
