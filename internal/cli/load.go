@@ -402,6 +402,8 @@ func (o *loadOptions) config() (campaign.Config, error) {
 		return campaign.Config{}, usage("--publishers: between 1 and the users of a room, %d (0: all; got %d)", o.users.v, o.publishers)
 	case o.publishers > 0 && o.pause.d <= 0:
 		return campaign.Config{}, usage("--publishers: paced runs only: give -pause")
+	case o.publishers > 0 && o.scenario != "" && o.scenario != results.ScenarioPaced && o.scenario != results.ScenarioTurns:
+		return campaign.Config{}, usage("--publishers: paced runs only, not --scenario %s", o.scenario)
 	}
 	if o.runs < 0 {
 		return campaign.Config{}, usage("--runs: must not be negative (%d)", o.runs)

@@ -110,6 +110,7 @@ func TestLoadFlags(t *testing.T) {
 			assert.Equal(t, 1, c.Spec.Publishers)
 		}},
 		{args: []string{"--publishers", "1"}, code: 2, err: "--publishers: paced runs only: give -pause"},
+		{args: []string{"-pause", "1s", "--publishers", "1", "--scenario", "storm"}, code: 2, err: "--publishers: paced runs only, not --scenario storm"},
 		{args: []string{"-pause", "1s", "--publishers", "21"}, code: 2, err: "--publishers: between 1 and the users of a room, 20 (0: all; got 21)"},
 		{args: []string{"--strict"}, check: func(t *testing.T, c campaign.Config) {
 			assert.True(t, c.Spec.Strict)
