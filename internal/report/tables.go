@@ -823,14 +823,9 @@ func networkLines(nets []*results.Network) []string {
 			rtts[i] = n.RTTSeconds
 			fastest = min(fastest, n.RTTMinSeconds)
 		}
-		slices.Sort(rtts)
-		median := rtts[len(rtts)/2]
-		if len(rtts)%2 == 0 {
-			median = (rtts[len(rtts)/2-1] + rtts[len(rtts)/2]) / 2
-		}
 		lines = append(lines, fmt.Sprintf("RTT %s (%s, median of %d runs, %s to %s; fastest %s)%s",
-			fmtNanos(int64(median*1e9)), methodName(p.method), len(ns), fmtNanos(int64(rtts[0]*1e9)),
-			fmtNanos(int64(rtts[len(rtts)-1]*1e9)), fmtNanos(int64(fastest*1e9)), pathOf(ns[0])))
+			fmtNanos(int64(median(rtts)*1e9)), methodName(p.method), len(ns), fmtNanos(int64(slices.Min(rtts)*1e9)),
+			fmtNanos(int64(slices.Max(rtts)*1e9)), fmtNanos(int64(fastest*1e9)), pathOf(ns[0])))
 	}
 	return lines
 }

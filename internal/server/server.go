@@ -213,9 +213,10 @@ type Config struct {
 	SocketSendBuffer int
 	// MaxPacket bounds one incoming packet: a larger one is refused as
 	// soon as its first bytes say it will be larger, and its connection
-	// closed (ReasonTooLarge) violationHold later, unread meanwhile. Default: DefaultMaxPacket, or twice the largest request the
-	// name and text limits allow if that is more; it may not be less than
-	// that request.
+	// closed (ReasonTooLarge) violationHold later, unread meanwhile.
+	// Default: DefaultMaxPacket, or twice the largest request the name and
+	// text limits allow if that is more; it may not be less than that
+	// request.
 	MaxPacket int
 	// MaxPrivate is the most private sessions one connection may have
 	// opened and not yet closed (default DefaultMaxPrivate; Off: no limit).
