@@ -10,6 +10,9 @@
 #   trickle        16 attackers sending 64 KiB packets 1-3 bytes a write
 #   trickle-spread the same, each packet spread over 12 s (an outside
 #                  tester's pace)
+#   refused        HELD (4000) connections that each send the first 14
+#                  bytes of that packet (refused on its count) and
+#                  reconnect when closed: held connections en masse
 #   trickle-sink, trickle-spread-sink
 #                  the same attackers against a listener of their own
 #                  that refuses each packet as serve does (14 bytes, a
@@ -28,10 +31,11 @@ case $ATTACK in
 stray) aflags="-addr $ADDR -mode stray -n 4 -stray-room Room1" ;;
 trickle) aflags="-addr $ADDR -mode trickle -n 16" ;;
 trickle-spread) aflags="-addr $ADDR -mode trickle -n 16 -spread 12s" ;;
+refused) aflags="-addr $ADDR -mode refused -n ${HELD:-4000}" ;;
 trickle-sink) aflags="-mode trickle -n 16 -sink refuse" ;;
 trickle-spread-sink) aflags="-mode trickle -n 16 -spread 12s -sink refuse" ;;
 *)
-	echo "ATTACK=$ATTACK: stray, trickle, trickle-spread, trickle-sink or trickle-spread-sink" >&2
+	echo "ATTACK=$ATTACK: stray, trickle, trickle-spread, refused, trickle-sink or trickle-spread-sink" >&2
 	exit 2
 	;;
 esac

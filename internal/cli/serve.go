@@ -30,7 +30,7 @@ type serveOptions struct {
 	acceptVersions                  []string
 	maxConnections                  int
 	accessTimeout, idleTimeout      time.Duration
-	packetTimeout                   time.Duration
+	packetTimeout, violationHold    time.Duration
 	handshakeTimeout, drainTimeout  time.Duration
 	sendBuffer, socketSendBuffer    int
 	maxPacket                       int
@@ -69,7 +69,10 @@ may be in at most --max-conn-rooms rooms (32); room lists carry at most
 --room-list-max names (100) and 16 KiB; requests other than chats are paced
 to --request-rate (1000 a second) per connection, chats to --chat-rate
 (10000 a second); a connection that sends more than 16 chats to rooms it is
-not in is closed (they are dropped, as the original drops them). Closes for
+not in (they are dropped, as the original drops them) or a packet over
+--max-packet (8 KiB) is held unread for --violation-hold (10s, what a
+silent connection gets), then closed, so that an attacker that reconnects
+at once waits instead of spinning. Closes for
 bad input, floods and limits are logged at warn level, one line per reason
 per 10 seconds with a count.
 
@@ -139,11 +142,12 @@ ends it at once.`,
 	f.DurationVar(&o.accessTimeout, "access-timeout", server.DefaultAccessTimeout, "time a new connection has to deliver its whole Access request (0: no limit)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "send a Ping to a client silent this long, close it one timeout later (0: off)")
 	f.DurationVar(&o.packetTimeout, "packet-timeout", server.DefaultPacketTimeout, "close a client whose packet, once begun, has not arrived whole in this long (0: off)")
+	f.DurationVar(&o.violationHold, "violation-hold", server.DefaultViolationHold, "how long a connection that sent a packet over --max-packet or more than 16 chats to rooms it is not in is held, unread, before its close; a WebSocket is closed at once (0: closed at once)")
 	f.DurationVar(&o.handshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "time a WebSocket upgrade request has to arrive")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM or SIGINT, longest the drain lasts (each connection gets a second to take its packets and close) before the rest are closed at once")
 	f.IntVar(&o.sendBuffer, "send-buffer", server.DefaultSendBuffer, "bytes that may wait for one slow client (queued or in an unfinished write) before it is closed as a slow consumer")
 	f.IntVar(&o.socketSendBuffer, "socket-send-buffer", server.DefaultSocketSendBuffer, "each connection's kernel send buffer, SO_SNDBUF (0: the kernel autotunes it)")
-	f.IntVar(&o.maxPacket, "max-packet", 0, "largest packet a client may send, in bytes; a larger one is refused as soon as its first bytes say it will be larger, and its connection closed a second later, unread meanwhile (0: 8192, or twice the largest request the --max-* lengths allow if more)")
+	f.IntVar(&o.maxPacket, "max-packet", 0, "largest packet a client may send, in bytes; a larger one is refused as soon as its first bytes say it will be larger, and its connection closed --violation-hold later, unread meanwhile (0: 8192, or twice the largest request the --max-* lengths allow if more)")
 	f.IntVar(&o.maxPrivate, "max-private", server.DefaultMaxPrivate, "most private sessions one connection may have opened and not closed (0: no limit)")
 	f.IntVar(&o.maxRooms, "max-rooms", server.DefaultMaxRooms, "most dynamic rooms; past it an Access is accepted but its room not created (0: no limit)")
 	f.IntVar(&o.requestRate, "request-rate", server.DefaultRequestRate, "requests other than chats one connection may make per second, with a burst of as many; faster ones wait (0: no pacing)")
@@ -184,7 +188,7 @@ func serveRun(ctx context.Context, io *IO, o *serveOptions) error {
 		Rooms: rooms, RoomLimit: offIfZero(o.roomLimit), MaxName: offIfZero(o.maxName), MaxRoomName: offIfZero(o.maxRoomName),
 		MaxProfile: offIfZero(o.maxProfile), MaxText: offIfZero(o.maxText), AcceptVersions: o.acceptVersions,
 		MaxConnections: o.maxConnections, AccessTimeout: offIfZero(o.accessTimeout), IdleTimeout: offIfZero(o.idleTimeout),
-		PacketTimeout:    offIfZero(o.packetTimeout),
+		PacketTimeout: offIfZero(o.packetTimeout), ViolationHold: offIfZero(o.violationHold),
 		HandshakeTimeout: offIfZero(o.handshakeTimeout), DrainTimeout: offIfZero(o.drainTimeout),
 		SendBuffer: offIfZero(o.sendBuffer), SocketSendBuffer: offIfZero(o.socketSendBuffer), MaxPacket: o.maxPacket,
 		MaxPrivate: offIfZero(o.maxPrivate), MaxRooms: offIfZero(o.maxRooms), RoomListMax: offIfZero(o.roomListMax),
@@ -232,7 +236,7 @@ var serveFlags = map[string]string{
 	"MaxPrivate": "max-private", "MaxRooms": "max-rooms", "SocketSendBuffer": "socket-send-buffer",
 	"RequestRate": "request-rate", "ChatRate": "chat-rate", "MaxConnRooms": "max-conn-rooms",
 	"MaxConnections": "max-connections", "Loops": "loops", "LoopFill": "loop-fill",
-	"AccessTimeout": "access-timeout", "IdleTimeout": "idle-timeout", "PacketTimeout": "packet-timeout", "HandshakeTimeout": "handshake-timeout",
+	"AccessTimeout": "access-timeout", "IdleTimeout": "idle-timeout", "PacketTimeout": "packet-timeout", "ViolationHold": "violation-hold", "HandshakeTimeout": "handshake-timeout",
 	"DrainTimeout": "drain-timeout", "Engine": "engine", "Coalesce": "coalesce",
 }
 

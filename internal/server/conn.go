@@ -384,7 +384,7 @@ func (c *conn) serve() {
 				}
 			}
 			if c.doomOnRead(err) {
-				c.holdUnread(violationHold)
+				c.holdUnread()
 				c.doomedClose()
 				return
 			}
@@ -399,7 +399,7 @@ func (c *conn) serve() {
 		}
 		c.handle(f)
 		if c.share.doomed {
-			c.holdUnread(violationHold)
+			c.holdUnread()
 			c.doomedClose()
 			return
 		}

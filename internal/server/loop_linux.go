@@ -118,7 +118,7 @@ type sock[X any] struct {
 	sawEOF  bool // draining, the client closed: no more reading
 
 	// Owned by the loop.
-	pausedAt  int32 // index in loop.paused, -1 if not there
+	pausedAt  int32 // index in loop.yielding (pauseBy 0) or loop.timed, -1 if in neither
 	watchAt   int32 // index in loop.watch, -1 if not there
 	batchLeft int32 // bytes of the current write batch not yet written (conn.mu)
 	seen      uint32
@@ -163,10 +163,10 @@ type loop[X any] struct {
 	free     []int32
 	freeNext []int32 // slots released in this round, free from the next
 	open     int
-	paused   []*sock[X] // paused by the request rate, or yielding (pauseBy 0)
-	yielded  int        // of them, yielding
-	due      []*sock[X] // resumePaused's
-	watch    []*sock[X] // before Access with a deadline, or draining: the short scan's
+	yielding []*sock[X]   // paused until the next round (pauseBy 0)
+	timed    pauseHeap[X] // paused until their pauseBy: by the request or chat rate, or held for their close
+	due      []*sock[X]   // resumePaused's
+	watch    []*sock[X]   // before Access with a deadline, or draining: the short scan's
 	nextScan time.Time
 	ticks    int // ticks since the last full scan
 	pool     bufPool
@@ -480,7 +480,7 @@ func (l *loop[X]) run() {
 		for _, k := range q {
 			l.posted(k)
 		}
-		if l.yielded > 0 {
+		if len(l.yielding) > 0 {
 			l.resumePaused(0) // those that yielded in the last round
 		}
 		if err := l.p.poll(l.waitTime()); err != nil {
@@ -491,7 +491,7 @@ func (l *loop[X]) run() {
 		l.sleeping = false
 		l.qmu.Unlock()
 		now := time.Now()
-		if len(l.paused) > l.yielded {
+		if len(l.timed) > 0 && l.timed[0].pauseBy <= now.UnixNano() {
 			l.resumePaused(now.UnixNano())
 		}
 		if l.open > 0 && !now.Before(l.nextScan) {
@@ -536,14 +536,17 @@ func (l *loop[X]) takeQueue() (q []*sock[X], stop bool) {
 // (a post wakes it).
 func (l *loop[X]) waitTime() time.Duration {
 	d := time.Duration(-1)
-	if l.open > 0 || len(l.paused) > 0 {
+	if l.open > 0 {
 		until := l.nextScan
-		for _, k := range l.paused {
-			if t := time.Unix(0, k.pauseBy); t.Before(until) {
+		if len(l.timed) > 0 {
+			if t := time.Unix(0, l.timed[0].pauseBy); t.Before(until) {
 				until = t
 			}
 		}
 		d = max(time.Until(until), 0)
+		if len(l.yielding) > 0 {
+			d = 0
+		}
 	}
 	l.qmu.Lock()
 	if len(l.queue) > 0 || l.stop {
@@ -632,6 +635,15 @@ func (l *loop[X]) settle(k *sock[X]) {
 		l.release(k)
 		return
 	}
+	if lingering != "" && k.lingerBy == 0 && c.share.doomed {
+		// held for its close: closed now, its input never read
+		if k.paused {
+			l.unpause(k)
+		}
+		c.doomedClose()
+		l.release(k)
+		return
+	}
 	if lingering != "" && k.lingerBy == 0 {
 		// drain: a second at most for the reply to go out and the
 		// client to close
@@ -689,7 +701,7 @@ func (l *loop[X]) readIn(k *sock[X]) {
 				c.mu.Unlock()
 			}
 			if c.doomOnRead(err) {
-				l.pause(k, nil, violationHold) // closed on resuming
+				l.holdDoomed(k)
 				return
 			}
 			c.readFailed(err)
@@ -708,7 +720,7 @@ func (l *loop[X]) readIn(k *sock[X]) {
 		}
 		c.handle(f)
 		if c.share.doomed {
-			l.pause(k, nil, violationHold) // closed on resuming
+			l.holdDoomed(k)
 			return
 		}
 		if c.paceRoom {
@@ -728,44 +740,75 @@ func (l *loop[X]) readIn(k *sock[X]) {
 // receivers are cut only for their own failure to read).
 func (l *loop[X]) pause(k *sock[X], held *protocol.Frame, d time.Duration) {
 	k.held = held // valid: the reader is not called until resume
-	if k.paused && k.pauseBy == 0 {
-		l.yielded--
-	}
-	if d == 0 {
-		k.pauseBy = 0
-		l.yielded++
+	if k.paused {
+		l.unlistPause(k)
 	} else {
-		k.pauseBy = time.Now().Add(d).UnixNano()
-	}
-	if !k.paused {
 		k.c.mu.Lock()
 		k.paused = true
 		k.c.mu.Unlock()
-		k.pausedAt = int32(len(l.paused)) //nolint:gosec // bounded by the connections
-		l.paused = append(l.paused, k)
 	}
+	k.pauseBy = 0
+	if d > 0 {
+		k.pauseBy = time.Now().Add(d).UnixNano()
+	}
+	l.listPause(k)
 	l.p.update(k)
 }
 
-// unpause takes k out of the paused list.
-func (l *loop[X]) unpause(k *sock[X]) {
-	if k.pauseBy == 0 {
-		l.yielded--
+// holdDoomed holds a connection doomed by what it sent, unread, for the
+// violation hold; it is closed on resuming (or at once with no hold).
+func (l *loop[X]) holdDoomed(k *sock[X]) {
+	if d := l.s.violationHold(); d > 0 {
+		l.pause(k, nil, d)
+		return
 	}
+	k.c.doomedClose()
+}
+
+// unpause takes k out of the paused lists.
+func (l *loop[X]) unpause(k *sock[X]) {
 	k.c.mu.Lock()
 	k.paused = false
 	k.c.mu.Unlock()
 	k.held = nil
-	removeAt(&l.paused, &k.pausedAt, func(o *sock[X]) *int32 { return &o.pausedAt })
+	l.unlistPause(k)
+}
+
+// listPause puts a paused k in the list its pauseBy says: yielding, or
+// the heap of timed pauses. Either costs O(log n) at most, so that a
+// round's work does not grow with the connections paused (an attacker's
+// thousands of held connections).
+func (l *loop[X]) listPause(k *sock[X]) {
+	if k.pauseBy == 0 {
+		k.pausedAt = int32(len(l.yielding)) //nolint:gosec // bounded by the connections
+		l.yielding = append(l.yielding, k)
+		return
+	}
+	l.timed.push(k)
+}
+
+// unlistPause takes k out of the list listPause put it in, if it is still
+// there (resumePaused takes the due ones off the heap first).
+func (l *loop[X]) unlistPause(k *sock[X]) {
+	if k.pausedAt < 0 {
+		return
+	}
+	if k.pauseBy == 0 {
+		removeAt(&l.yielding, &k.pausedAt, func(o *sock[X]) *int32 { return &o.pausedAt })
+		return
+	}
+	l.timed.removeAt(int(k.pausedAt))
 }
 
 // resumePaused resumes the paused connections due by now; with now 0,
 // the yielding ones.
 func (l *loop[X]) resumePaused(now int64) {
 	due := l.due[:0]
-	for _, k := range l.paused {
-		if (now == 0) == (k.pauseBy == 0) && k.pauseBy <= now {
-			due = append(due, k)
+	if now == 0 {
+		due = append(due, l.yielding...)
+	} else {
+		for len(l.timed) > 0 && l.timed[0].pauseBy <= now {
+			due = append(due, l.timed.removeAt(0))
 		}
 	}
 	for _, k := range due {
@@ -791,7 +834,7 @@ func (l *loop[X]) resume(k *sock[X]) {
 	if stop {
 		return
 	}
-	if c.share.doomed { // held for violationHold, unread
+	if c.share.doomed { // held for the violation hold, unread
 		c.doomedClose()
 		return
 	}
@@ -802,7 +845,7 @@ func (l *loop[X]) resume(k *sock[X]) {
 		}
 		c.handle(*f)
 		if c.share.doomed {
-			l.pause(k, nil, violationHold)
+			l.holdDoomed(k)
 			return
 		}
 	}
@@ -1116,4 +1159,66 @@ func waitKeepingP(trap, a1, a2, a3, a4 uintptr) (uintptr, error) {
 		return 0, nil
 	}
 	return 0, os.NewSyscallError("wait", errno)
+}
+
+// pauseHeap is a loop's timed pauses, a binary heap by pauseBy (soonest
+// first); each sock's pausedAt is its index.
+type pauseHeap[X any] []*sock[X]
+
+func (h *pauseHeap[X]) push(k *sock[X]) {
+	k.pausedAt = int32(len(*h)) //nolint:gosec // bounded by the connections
+	*h = append(*h, k)
+	h.up(len(*h) - 1)
+}
+
+// removeAt takes the sock at i out of the heap and returns it.
+func (h *pauseHeap[X]) removeAt(i int) *sock[X] {
+	s := *h
+	k, last := s[i], len(s)-1
+	if i != last {
+		h.swap(i, last)
+	}
+	s[last] = nil
+	*h = s[:last]
+	if i != last && !h.down(i) {
+		h.up(i)
+	}
+	k.pausedAt = -1
+	return k
+}
+
+func (h pauseHeap[X]) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].pausedAt, h[j].pausedAt = int32(i), int32(j) //nolint:gosec // bounded by the connections
+}
+
+func (h pauseHeap[X]) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].pauseBy <= h[i].pauseBy {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+// down sifts i down; it tells whether i moved.
+func (h pauseHeap[X]) down(i int) bool {
+	start := i
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if r := c + 1; r < len(h) && h[r].pauseBy < h[c].pauseBy {
+			c = r
+		}
+		if h[i].pauseBy <= h[c].pauseBy {
+			break
+		}
+		h.swap(i, c)
+		i = c
+	}
+	return i > start
 }

@@ -3,10 +3,12 @@
 package server
 
 import (
+	"math/rand/v2"
 	"testing"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSockLayout: what the loop touches of a socket for each event (its
@@ -61,7 +63,7 @@ func loopKept(eng ioEngine) int {
 func (e *loopEngine[X]) kept(poller func(poller[X]) int) int {
 	n := 0
 	for _, l := range e.loops {
-		n += l.open + len(l.paused) + len(l.watch) + len(l.queue) + poller(l.p)
+		n += l.open + len(l.yielding) + len(l.timed) + len(l.watch) + len(l.queue) + poller(l.p)
 		for _, k := range l.slots {
 			if k != nil {
 				n++
@@ -69,4 +71,52 @@ func (e *loopEngine[X]) kept(poller func(poller[X]) int) int {
 		}
 	}
 	return n
+}
+
+// TestPauseHeap: the loop's timed pauses come off the heap soonest first,
+// whatever was removed from the middle meanwhile (a paused connection
+// that closed), and every sock's pausedAt is its index while it is there
+// and -1 once it is not.
+func TestPauseHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var h pauseHeap[epSock]
+	in := map[*sock[epSock]]bool{}
+	check := func() {
+		for i, k := range h {
+			require.Equal(t, int32(i), k.pausedAt) //nolint:gosec // small
+			if i > 0 {
+				require.LessOrEqual(t, h[(i-1)/2].pauseBy, k.pauseBy, "heap order at %d", i)
+			}
+		}
+		require.Len(t, h, len(in))
+	}
+	for range 2000 {
+		switch op := rng.IntN(10); {
+		case op < 6 || len(h) == 0:
+			k := newSock[epSock](0)
+			k.pauseBy = 1 + rng.Int64N(1000)
+			h.push(k)
+			in[k] = true
+		case op < 8:
+			k := h[rng.IntN(len(h))]
+			require.Same(t, k, h.removeAt(int(k.pausedAt)))
+			assert.Equal(t, int32(-1), k.pausedAt)
+			delete(in, k)
+		default:
+			least := int64(1 << 62)
+			for k := range in {
+				least = min(least, k.pauseBy)
+			}
+			k := h.removeAt(0)
+			require.Equal(t, least, k.pauseBy, "the soonest first")
+			assert.Equal(t, int32(-1), k.pausedAt)
+			delete(in, k)
+		}
+		check()
+	}
+	for last := int64(0); len(h) > 0; {
+		k := h.removeAt(0)
+		require.GreaterOrEqual(t, k.pauseBy, last)
+		last = k.pauseBy
+	}
 }

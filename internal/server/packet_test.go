@@ -62,8 +62,8 @@ func testPacketTimeout(t *testing.T, engine string) {
 // one-byte strings that a trickling attacker sends (before Access an
 // Access confirm, after it a RoomList request) is refused by the default
 // --max-packet as soon as its count is in: the server reads no more of
-// the connection, holds it for violationHold (an attacker that reconnects
-// at once makes a connection a second) and closes it (too_large), without
+// the connection, holds it for the violation hold (an attacker that
+// reconnects at once makes a connection a hold) and closes it (too_large), without
 // waiting for the rest. A request of the longest names and text the limits
 // allow still goes through.
 func TestLargePacketRefusedAtItsFirstBytes(t *testing.T) {
@@ -71,7 +71,7 @@ func TestLargePacketRefusedAtItsFirstBytes(t *testing.T) {
 }
 
 func testLargePacketRefusedAtItsFirstBytes(t *testing.T, engine string) {
-	s := startServer(t, Config{Engine: engine})
+	s := startServer(t, Config{Engine: engine, ViolationHold: testHold})
 	require.Equal(t, DefaultMaxPacket, s.cfg.MaxPacket)
 	rooms := make([]string, 21840)
 	for i := range rooms {
@@ -94,8 +94,8 @@ func testLargePacketRefusedAtItsFirstBytes(t *testing.T, engine string) {
 		c.expectClosed()
 	}
 	took := time.Since(start)
-	assert.GreaterOrEqual(t, took, violationHold-100*time.Millisecond, "held before the close")
-	assert.Less(t, took, violationHold+2*time.Second, "closed on the first bytes, not when the rest came")
+	assert.GreaterOrEqual(t, took, testHold-100*time.Millisecond, "held before the close")
+	assert.Less(t, took, testHold+2*time.Second, "closed on the first bytes, not when the rest came")
 	waitFor(t, "both refused", func() bool { return s.counters.closed[ReasonTooLarge].Load() == 2 })
 
 	long := func(n int) string { return strings.Repeat("€", n) } // three bytes each

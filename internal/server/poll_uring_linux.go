@@ -467,7 +467,7 @@ func (p *urPoller) receivedBuf(k *sock[urSock], e uring.CQE) {
 	x := &k.x
 	data, bid, whole := p.bufs.Buf(e.Flags, e.Res)
 	if k.c != nil && k.c.share.doomed {
-		// held unread until its close (violationHold): what its multishot
+		// held unread until its close (the violation hold): what its multishot
 		// recv brings before the cancel is never read, so not copied
 		if whole {
 			p.bufs.Recycle(bid)

@@ -164,6 +164,21 @@ const (
 	DefaultMaxConnRooms = 32
 	// DefaultDrainTimeout bounds a graceful shutdown.
 	DefaultDrainTimeout = 10 * time.Second
+	// DefaultViolationHold is how long a connection doomed by what it sent
+	// (past 16 stray chats, a packet over --max-packet) is held, unread,
+	// before its close. An attacker that reconnects as soon as it is
+	// closed would otherwise spend the machine's CPU (its own and the
+	// server's) on connections, Access and 17 chats at a time, or on the
+	// first bytes of packets refused at their count, as fast as it can;
+	// held, its writes wait on TCP's flow control and it makes one
+	// connection a hold. Ten seconds is what a silent connection is held
+	// for (DefaultAccessTimeout), so a held one costs the server no more
+	// than a connection that never spoke (README, "Defaults that protect",
+	// has what a hold of one second and of ten leaves an honest room
+	// beside such attackers). The original pauses a client for a second
+	// after each of several requests (its delay.* settings) for the same
+	// reason.
+	DefaultViolationHold = 10 * time.Second
 )
 
 // Config configures a Server. The zero value of a field means its default;
@@ -213,7 +228,7 @@ type Config struct {
 	SocketSendBuffer int
 	// MaxPacket bounds one incoming packet: a larger one is refused as
 	// soon as its first bytes say it will be larger, and its connection
-	// closed (ReasonTooLarge) violationHold later, unread meanwhile.
+	// closed (ReasonTooLarge) ViolationHold later, unread meanwhile.
 	// Default: DefaultMaxPacket, or twice the largest request the name and
 	// text limits allow if that is more; it may not be less than that
 	// request.
@@ -241,6 +256,11 @@ type Config struct {
 	MaxConnRooms int
 	// DrainTimeout bounds Drain (default DefaultDrainTimeout).
 	DrainTimeout time.Duration
+	// ViolationHold is how long a TCP connection doomed by what it sent is
+	// held unread before its close (default DefaultViolationHold; Off:
+	// closed at once). Drain and Shutdown end the hold. A WebSocket
+	// connection is closed at once (a new one costs a handshake).
+	ViolationHold time.Duration
 	// LogInterval is the period of the warnings about closed connections:
 	// one line per reason per interval, with a count (default 10 s).
 	LogInterval time.Duration
@@ -317,6 +337,7 @@ func (c *Config) setDefaults() {
 	defaultDuration(&c.IdleTimeout, DefaultIdleTimeout)
 	defaultDuration(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	defaultDuration(&c.DrainTimeout, DefaultDrainTimeout)
+	defaultDuration(&c.ViolationHold, DefaultViolationHold)
 	defaultDuration(&c.LogInterval, 10*time.Second)
 	if c.Engine == "" {
 		c.Engine = EngineGoroutine
@@ -380,7 +401,7 @@ func (c *Config) check() error {
 	for _, v := range []struct {
 		field string
 		v     time.Duration
-	}{{"AccessTimeout", c.AccessTimeout}, {"IdleTimeout", c.IdleTimeout}, {"PacketTimeout", c.PacketTimeout}} {
+	}{{"AccessTimeout", c.AccessTimeout}, {"IdleTimeout", c.IdleTimeout}, {"PacketTimeout", c.PacketTimeout}, {"ViolationHold", c.ViolationHold}} {
 		if v.v < Off {
 			return &ConfigError{v.field, v.v, "must not be negative"}
 		}
@@ -450,6 +471,8 @@ type Server struct {
 	chatListeners atomic.Int32 // TCP accept loops running
 	reserves      atomic.Int32 // reserve descriptors they hold
 	draining      atomic.Bool
+	stopping      chan struct{} // closed when Drain or Shutdown begins: held connections are let go
+	stopOnce      sync.Once
 
 	wg         sync.WaitGroup // accept loops, HTTP servers and connections
 	eng        ioEngine       // the event-loop engine, once started (nil: goroutines); guarded by mu
@@ -475,6 +498,7 @@ func New(cfg Config) (*Server, error) {
 		rooms:    map[string]*room{},
 		conns:    map[*conn]struct{}{},
 		privates: map[int32]*private{},
+		stopping: make(chan struct{}),
 	}
 	s.warn = newWarner(s.log, cfg.LogInterval)
 	for _, v := range cfg.AcceptVersions {
@@ -625,6 +649,7 @@ func (s *Server) MetricsAddr() net.Addr { return s.metrAddr }
 // sooner; connections still open then are closed at once.
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
+	s.endHolds()
 	s.closeChatListeners()
 	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
@@ -664,6 +689,7 @@ func (s *Server) waitConns() {
 // Shutdown stops accepting, closes every connection and waits for the
 // server's goroutines to end, or for ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.endHolds()
 	s.closeListeners()
 	s.mu.Lock()
 	s.closing = true

@@ -14,7 +14,7 @@ type share struct {
 	tat      int64  // nanoseconds since epoch
 	chats    uint16 // chats since the clock was last read
 	strays   uint16 // chats to rooms it was not in
-	doomed   bool   // held unread for violationHold, then closed (doomedClose)
+	doomed   bool   // held unread for the violation hold, then closed (doomedClose)
 	tooLarge bool   // doomed by a packet over --max-packet (its reader's error); else by its stray chats
 	paced    bool   // counted once as paced (volanogo_requests_refused_total)
 }
@@ -79,7 +79,7 @@ func (c *conn) paceChat() {
 
 // strayChat counts a chat to a room c is not in, which is dropped; past
 // maxStrays it dooms c: its reader reads no more of it, holds it for
-// violationHold, then closes it as a protocol violation of its own reason
+// the violation hold, then closes it as a protocol violation of its own reason
 // (ReasonNotInRoom). A WebSocket connection is closed at once.
 func (c *conn) strayChat() {
 	c.s.counters.strays.Add(1)
@@ -88,16 +88,19 @@ func (c *conn) strayChat() {
 	}
 }
 
-// violationHold is how long a connection doomed by what it sent (its
-// stray chats, a packet over --max-packet) is held, unread, before it is
-// closed: an attacker that reconnects as soon as it is closed would
-// otherwise spend the machine's CPU (its own and the server's) on
-// connections, Access and 17 chats at a time, or on the first bytes of
-// packets refused at their count, as fast as it can; held, it makes one
-// connection a second, and a flooder's writes wait on TCP's flow control
-// meanwhile. The original pauses a client for a second after each of
-// several requests (its delay.* settings) for the same reason.
-const violationHold = time.Second
+// violationHold is how long a doomed connection is held before its close
+// (Config.ViolationHold; 0: closed at once).
+func (s *Server) violationHold() time.Duration {
+	if s.cfg.ViolationHold == Off {
+		return 0
+	}
+	return s.cfg.ViolationHold
+}
+
+// endHolds lets every held connection go (Drain and Shutdown close them).
+func (s *Server) endHolds() {
+	s.stopOnce.Do(func() { close(s.stopping) })
+}
 
 // doomOnRead tells whether a read error is one a connection is held for
 // before its close (a packet over --max-packet), and dooms it if so.
@@ -149,15 +152,17 @@ func (c *conn) chargeSearch(searched int) {
 }
 
 // holdUnread keeps a doomed connection of a reading goroutine open and
-// unread for d, or until the server closes or drains it.
-func (c *conn) holdUnread(d time.Duration) {
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		c.mu.Lock()
-		stop := c.closed || c.lingering != ""
-		c.mu.Unlock()
-		if stop {
-			return
-		}
-		time.Sleep(min(50*time.Millisecond, time.Until(end)))
+// unread for the violation hold, or until the server drains or shuts
+// down. It sleeps: a thousand held connections cost no wake-ups.
+func (c *conn) holdUnread() {
+	d := c.s.violationHold()
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.s.stopping:
 	}
 }

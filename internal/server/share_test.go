@@ -76,13 +76,17 @@ func TestConnRoomsOff(t *testing.T) {
 // TestStrayChats: chats to a room the sender is not in, or to a private
 // session it is not in, are dropped without a reply, as the original
 // drops them, and counted; past maxStrays the connection is held unread
-// for violationHold, then closed (not_in_room), so that a flood of them costs
+// for the violation hold, then closed (not_in_room), so that a flood of them costs
 // the server one parse each of at most 17 chats, and a flooder that
-// reconnects at once makes a connection a second.
+// reconnects at once makes a connection a hold.
 func TestStrayChats(t *testing.T) { forEngines(t, testStrayChats) }
 
+// testHold is the violation hold of the tests that time it (the default,
+// DefaultViolationHold, is ten times as long).
+const testHold = time.Second
+
 func testStrayChats(t *testing.T, engine string) {
-	s := startServer(t, Config{Engine: engine, Rooms: []string{"Elsewhere"}})
+	s := startServer(t, Config{Engine: engine, Rooms: []string{"Elsewhere"}, ViolationHold: testHold})
 	member := dial(t, s)
 	member.access("")
 	member.enter("Elsewhere", "member")
@@ -106,8 +110,8 @@ func testStrayChats(t *testing.T, engine string) {
 	c.send(&protocol.UserList{Type: protocol.Request, RoomName: "Elsewhere"}) // held: never read
 	c.expectClosed()
 	took := time.Since(start)
-	assert.GreaterOrEqual(t, took, violationHold-100*time.Millisecond, "held before the close")
-	assert.Less(t, took, violationHold+time.Second, "closed after the hold")
+	assert.GreaterOrEqual(t, took, testHold-100*time.Millisecond, "held before the close")
+	assert.Less(t, took, testHold+time.Second, "closed after the hold")
 	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
 	assert.Equal(t, uint64(maxStrays+1), s.counters.strays.Load())
 	member.expectNothing(50 * time.Millisecond)
@@ -120,7 +124,7 @@ func testStrayChats(t *testing.T, engine string) {
 func TestStrayFlood(t *testing.T) { forEngines(t, testStrayFlood) }
 
 func testStrayFlood(t *testing.T, engine string) {
-	s := startServer(t, Config{Engine: engine, Rooms: []string{"Elsewhere"}})
+	s := startServer(t, Config{Engine: engine, Rooms: []string{"Elsewhere"}, ViolationHold: testHold})
 	c := dial(t, s)
 	c.access("")
 	b, err := chat("Elsewhere", "stray", "flood").AppendPacket(nil)
@@ -131,7 +135,7 @@ func testStrayFlood(t *testing.T, engine string) {
 	}
 	start := time.Now()
 	written := 0
-	_ = c.c.SetWriteDeadline(time.Now().Add(violationHold / 2))
+	_ = c.c.SetWriteDeadline(time.Now().Add(testHold / 2))
 	for { // until the writes have waited half a hold
 		n, err := c.c.Write(batch)
 		written += n
@@ -143,9 +147,37 @@ func testStrayFlood(t *testing.T, engine string) {
 	t.Logf("%d bytes written before the writes waited", written)
 	assert.Less(t, written, 64<<20, "what the kernel's buffers hold, not what a second of writing makes")
 	c.expectClosed()
-	assert.GreaterOrEqual(t, time.Since(start), violationHold-100*time.Millisecond, "closed a hold later")
+	assert.GreaterOrEqual(t, time.Since(start), testHold-100*time.Millisecond, "closed a hold later")
 	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
 	assert.Equal(t, uint64(maxStrays+1), s.counters.strays.Load(), "chats parsed")
+}
+
+// TestViolationHoldOff: with Config.ViolationHold Off a doomed connection
+// is closed at once, on every engine.
+func TestViolationHoldOff(t *testing.T) { forEngines(t, testViolationHoldOff) }
+
+func testViolationHoldOff(t *testing.T, engine string) {
+	s := startServer(t, Config{Engine: engine, Rooms: []string{"Elsewhere"}, ViolationHold: Off})
+	c := dial(t, s)
+	c.access("")
+	b, err := chat("Elsewhere", "stray", "hello?").AppendPacket(nil)
+	require.NoError(t, err)
+	var flood []byte
+	for range maxStrays + 1 {
+		flood = append(flood, b...)
+	}
+	start := time.Now()
+	c.sendRaw(flood)
+	c.expectClosed()
+	assert.Less(t, time.Since(start), testHold/2, "closed at once")
+	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonNotInRoom].Load() == 1 })
+
+	big := dial(t, s)
+	start = time.Now()
+	big.sendRaw([]byte{0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0x55, 0x50}) // an Access confirm of 21,840 rooms
+	big.expectClosed()
+	assert.Less(t, time.Since(start), testHold/2, "closed at once")
+	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonTooLarge].Load() == 1 })
 }
 
 // TestChatDelay: chatDelay lets a burst of one second's chats through,
@@ -271,7 +303,7 @@ func testHeldThenStopped(t *testing.T, engine string) {
 			require.NoError(t, s.Shutdown(ctx))
 			took := time.Since(start)
 			t.Logf("%s took %v", stop, took.Round(time.Millisecond))
-			assert.Less(t, took, violationHold+2*time.Second, "the stop is not held up")
+			assert.Less(t, took, 3*time.Second, "the stop does not wait out the hold (%v)", DefaultViolationHold)
 			a.expectClosed()
 			b.expectClosed()
 			assert.Zero(t, s.counters.open.Load(), "connections open")

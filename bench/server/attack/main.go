@@ -12,6 +12,8 @@
 //	attack -mode trickle   -n 16 [-whole] [-after-access] [-sink whole|reader|refuse]
 //	                       64 KiB packets of 21,840 one-byte strings, 1-3 bytes per write
 //	attack -mode stray     -n 4               chats to a room the sender never entered
+//	attack -mode refused   -n 4000            14 bytes of a packet over --max-packet, again
+//	                                          at each close (held connections en masse)
 //
 // With -probe (the default) a separate room of two users exchanges chats
 // at -probe-rate throughout and the delivery latency percentiles are
@@ -39,7 +41,7 @@ import (
 
 var (
 	addr      = flag.String("addr", "127.0.0.1:8000", "server chat address")
-	mode      = flag.String("mode", "probe", "silent, partial, malformed, privflood, rooms, slow or probe")
+	mode      = flag.String("mode", "probe", "silent, partial, malformed, privflood, rooms, slow, trickle, stray, refused or probe")
 	n         = flag.Int("n", 1000, "connections or requests")
 	self      = flag.Bool("self", false, "privflood: invite oneself (else the other user)")
 	duration  = flag.Duration("duration", 10*time.Second, "probe and slow: how long")
@@ -53,7 +55,8 @@ var (
 	afterAcc  = flag.Bool("after-access", false, "trickle: send Access first, then the packets (RoomList requests) on the same connection")
 	strayRoom = flag.String("stray-room", "Room1", "stray: the room the chats name (one the attackers never enter)")
 	spread    = flag.Duration("spread", 0, "trickle: spread each packet's writes evenly over this long (a packet slower than the server's --access-timeout is closed by it, as the outside tester's were); 0: as fast as the socket takes them")
-	sink      = flag.String("sink", "", "trickle: send to a listener of this process instead of -addr, which reads each packet and closes: whole (one wake-up, SO_RCVLOWAT at the packet's size), reader (as volanogo serve reads it with --max-packet 65536: protocol.Reader over SO_RCVLOWAT) or refuse (its first 14 bytes, then a second's hold, as serve's default --max-packet refuses it)")
+	sink      = flag.String("sink", "", "trickle: send to a listener of this process instead of -addr, which reads each packet and closes: whole (one wake-up, SO_RCVLOWAT at the packet's size), reader (as volanogo serve reads it with --max-packet 65536: protocol.Reader over SO_RCVLOWAT) or refuse (its first 14 bytes, then -sink-hold unread, as serve's default --max-packet refuses it)")
+	sinkHold  = flag.Duration("sink-hold", 10*time.Second, "trickle -sink refuse: how long a refused connection is held unread before its close (serve's --violation-hold)")
 )
 
 func main() {
@@ -85,6 +88,8 @@ func main() {
 		err = trickle()
 	case "stray":
 		err = stray()
+	case "refused":
+		err = refused()
 	case "probe":
 		// ends after -duration or at SIGINT/SIGTERM, printing its figures
 		sig := make(chan os.Signal, 1)

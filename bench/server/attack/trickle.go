@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -226,9 +227,9 @@ func strayConn(i int, batch []byte, size int, deadline time.Time, chats *atomic.
 // serve's goroutine engine reads it when --max-packet lets it through
 // (what the server spends, in this process). Or refuse: it reads the
 // packet's first 14 bytes (its header and count, on which serve's default
-// --max-packet refuses it), holds the connection unread for the second
-// serve holds it, and closes it: the least a server refusing it could
-// spend.
+// --max-packet refuses it), holds the connection unread for -sink-hold
+// (serve's --violation-hold), and closes it: the least a server refusing
+// it could spend.
 func startSink(size int, how string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -250,7 +251,7 @@ func startSink(size int, how string) (net.Listener, error) {
 				if how == "refuse" {
 					var head [14]byte
 					_, _ = io.ReadFull(c, head[:])
-					time.Sleep(time.Second)
+					time.Sleep(*sinkHold)
 					return
 				}
 				if how == "reader" {
@@ -282,4 +283,45 @@ func (c *lowWater) SetReadLowWater(n int) error {
 		return err
 	}
 	return serr
+}
+
+// refused keeps -n connections for -duration that each send only the
+// first 14 bytes of the trickle packet (a count that --max-packet
+// refuses) and wait for the server to close them, reconnecting at once:
+// as many held connections at a time as the attacker has, each costing it
+// a dial and a write a hold. It prints the connections and its own CPU
+// time.
+func refused() error {
+	head := tricklePacket(false)[:14]
+	var (
+		dials, closed atomic.Int64
+		wg            sync.WaitGroup
+	)
+	cpu0 := cpuSelf()
+	deadline := time.Now().Add(*duration)
+	for range *n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				dials.Add(1)
+				c, err := net.DialTimeout("tcp", *addr, 10*time.Second)
+				if err != nil {
+					time.Sleep(10 * time.Millisecond) // refused: do not spin
+					continue
+				}
+				_ = c.SetDeadline(deadline)
+				if _, err := c.Write(head); err == nil {
+					if _, err := io.Copy(io.Discard, c); !errors.Is(err, os.ErrDeadlineExceeded) {
+						closed.Add(1)
+					}
+				}
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	cpu := cpuSelf() - cpu0
+	fmt.Printf("connections=%d closed_by_server=%d attacker_cpu_s=%.3f\n", dials.Load(), closed.Load(), cpu.Seconds())
+	return nil
 }
