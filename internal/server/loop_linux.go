@@ -434,6 +434,10 @@ func (k *sock[X]) SetWriteBuffer(n int) error {
 	return unix.SetsockoptInt(int(k.fd), unix.SOL_SOCKET, unix.SO_SNDBUF, n)
 }
 
+func (k *sock[X]) SetReadBuffer(n int) error {
+	return unix.SetsockoptInt(int(k.fd), unix.SOL_SOCKET, unix.SO_RCVBUF, n)
+}
+
 func (k *sock[X]) LocalAddr() net.Addr {
 	sa, err := unix.Getsockname(int(k.fd))
 	if err != nil {
@@ -759,6 +763,7 @@ func (l *loop[X]) pause(k *sock[X], held *protocol.Frame, d time.Duration) {
 // violation hold; it is closed on resuming (or at once with no hold).
 func (l *loop[X]) holdDoomed(k *sock[X]) {
 	if d := l.s.violationHold(); d > 0 {
+		k.c.shrinkRecv()
 		l.pause(k, nil, d)
 		return
 	}

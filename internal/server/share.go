@@ -151,6 +151,21 @@ func (c *conn) chargeSearch(searched int) {
 	}
 }
 
+// holdRecvBuffer is a held connection's receive buffer (SO_RCVBUF; the
+// kernel doubles it): once it is full the peer's segments are no longer
+// taken, so a peer that goes on writing during the hold wakes nobody here,
+// and its own writes pile up in its send buffer instead of each crossing
+// the network stack.
+const holdRecvBuffer = 4 << 10
+
+// shrinkRecv gives a connection held for its close the small receive
+// buffer of holdRecvBuffer.
+func (c *conn) shrinkRecv() {
+	if rb, ok := c.nc.(interface{ SetReadBuffer(n int) error }); ok {
+		_ = rb.SetReadBuffer(holdRecvBuffer)
+	}
+}
+
 // holdUnread keeps a doomed connection of a reading goroutine open and
 // unread for the violation hold, or until the server drains or shuts
 // down. It sleeps: a thousand held connections cost no wake-ups.
@@ -159,6 +174,7 @@ func (c *conn) holdUnread() {
 	if d <= 0 {
 		return
 	}
+	c.shrinkRecv()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
