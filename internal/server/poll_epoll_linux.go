@@ -87,8 +87,8 @@ func (p *epollPoller) wake() {
 }
 
 // poll waits for readiness and hands each ready socket to the loop.
-func (p *epollPoller) poll(d time.Duration) error {
-	n, err := p.wait(d)
+func (p *epollPoller) poll(d time.Duration, quiet bool) error {
+	n, err := p.wait(d, quiet)
 	if err != nil {
 		return err
 	}
@@ -116,17 +116,20 @@ func (p *epollPoller) poll(d time.Duration) error {
 }
 
 // wait waits up to d (< 0: until an event) for events. With connections
-// open it keeps the loop's P (waitKeepingP); with none it waits through
-// the scheduler, its P free.
-func (p *epollPoller) wait(d time.Duration) (int, error) {
-	if d < 0 {
-		n, err := unix.EpollWait(p.epfd, p.events, -1)
+// open it keeps the loop's P (waitKeepingP) unless the loop is quiet; with
+// none, or quiet, it waits through the scheduler, its P free.
+func (p *epollPoller) wait(d time.Duration, quiet bool) (int, error) {
+	msec := int((d + time.Millisecond - 1) / time.Millisecond)
+	if d < 0 || (quiet && d > 0) {
+		if d < 0 {
+			msec = -1
+		}
+		n, err := unix.EpollWait(p.epfd, p.events, msec)
 		if err == unix.EINTR {
 			return 0, nil
 		}
 		return n, err
 	}
-	msec := int((d + time.Millisecond - 1) / time.Millisecond)
 	n, err := waitKeepingP(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
 		uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)), uintptr(msec))
 	return int(n), err

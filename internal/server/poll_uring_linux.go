@@ -282,12 +282,12 @@ func (p *urPoller) wake() {
 
 // poll sends the round's batch, submits what is prepared and waits for
 // completions, and handles them.
-func (p *urPoller) poll(d time.Duration) error {
+func (p *urPoller) poll(d time.Duration, quiet bool) error {
 	p.flushBatch(p.handled >= urHoldMin)
 	p.handled = 0
 	var err error
 	if d != 0 && p.ring.Ready() == 0 && len(p.cqes) == 0 {
-		err = p.wait(d)
+		err = p.wait(d, quiet)
 	} else if p.ring.Unsubmitted() > 0 {
 		err = p.ring.SubmitNonblocking()
 	}
@@ -311,8 +311,9 @@ func (p *urPoller) poll(d time.Duration) error {
 // sends only when the loop has no connection (nothing else may come), a
 // loop tick at most while sends are in flight, and urHoldMax at most with
 // held confirms to send. With a limit it keeps the loop's P
-// (waitKeepingP's reasons); without, it waits through the scheduler.
-func (p *urPoller) wait(d time.Duration) error {
+// (waitKeepingP's reasons) unless the loop is quiet; without, or quiet,
+// it waits through the scheduler.
+func (p *urPoller) wait(d time.Duration, quiet bool) error {
 	n := p.sendsPrepared + 1
 	if p.sendsPrepared > 0 {
 		if p.l.open == 0 {
@@ -331,6 +332,9 @@ func (p *urPoller) wait(d time.Duration) error {
 		return p.ring.SubmitWait(n, nil)
 	}
 	p.ts = unix.NsecToTimespec(int64(d))
+	if quiet && d > 0 {
+		return p.ring.SubmitWait(n, &p.ts)
+	}
 	err := p.ring.WaitNonblocking(n, &p.ts)
 	if errors.Is(err, unix.EINTR) {
 		runtime.Gosched() // most likely a preemption request
