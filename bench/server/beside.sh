@@ -16,7 +16,7 @@
 #   trickle-sink, trickle-spread-sink
 #                  the same attackers against a listener of their own
 #                  that refuses each packet as serve does (14 bytes, a
-#                  second's hold), the honest room still on serve: the
+#                  hold of 10 s), the honest room still on serve: the
 #                  least a server could leave it, the attackers' own CPU
 #                  on the machine being the rest
 #

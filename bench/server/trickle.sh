@@ -6,14 +6,14 @@
 # room's throughput (volanogo load -rooms 1) alone, beside the trickling
 # attackers, and beside the same attackers sending to a sink of their own
 # process that refuses them as serve does by default (14 bytes, a
-# second's hold), that reads them as serve does with --max-packet 65536
+# hold of 10 s), that reads them as serve does with --max-packet 65536
 # (protocol.Reader over SO_RCVLOWAT: the attack's cost to the machine
 # without the server's scheduling) and that wakes once per packet; and
 # beside attackers that spread each packet over SPREAD (12s, the outside
 # tester's pace: its packets outlasted serve's 10 s access deadline).
 #
 # serve's default --max-packet (8 KiB) refuses these packets at their
-# count, 14 bytes in: the attackers are held a second, closed (too_large)
+# count, 14 bytes in: the attackers are held 10 s (--violation-hold), closed (too_large)
 # and reconnect.
 # SERVE_FLAGS="--max-packet 65536" lets them through, to measure reading
 # them.
@@ -70,7 +70,7 @@ echo "honest room alone:                     $(honest)"
 echo "beside the attackers:                  $(beside)"
 echo "beside them, each packet over $SPREAD:  $(beside -spread "$SPREAD")"
 if [ "$AFTER" != 1 ]; then
-	echo "beside them sending to a sink refusing as serve does (14 bytes, a second's hold): $(beside -sink refuse)"
+	echo "beside them sending to a sink refusing as serve does (14 bytes, a hold of 10 s): $(beside -sink refuse)"
 	echo "the same, each packet over $SPREAD:  $(beside -sink refuse -spread "$SPREAD")"
 	echo "beside them sending to a sink reading as serve does with --max-packet 65536: $(beside -sink reader)"
 	echo "beside them sending to a sink reading once a packet:  $(beside -sink whole)"
