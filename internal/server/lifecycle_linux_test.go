@@ -3,6 +3,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -251,10 +252,7 @@ func testFloodCutsOnlyTheSender(t *testing.T, engine string) {
 	}
 	one, err := chat(room, "flooder", "flood of chats, flood of chats, flood of chats").AppendPacket(nil)
 	require.NoError(t, err)
-	flood := make([]byte, 0, 10000*len(one))
-	for range 10000 {
-		flood = append(flood, one...)
-	}
+	flood := bytes.Repeat(one, 10000)
 	go func() {
 		_ = att.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		_, _ = att.c.Write(flood) // it never reads

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -129,10 +130,7 @@ func testStrayFlood(t *testing.T, engine string) {
 	c.access("")
 	b, err := chat("Elsewhere", "stray", "flood").AppendPacket(nil)
 	require.NoError(t, err)
-	var batch []byte
-	for range 2000 {
-		batch = append(batch, b...)
-	}
+	batch := bytes.Repeat(b, 2000)
 	start := time.Now()
 	written := 0
 	_ = c.c.SetWriteDeadline(time.Now().Add(testHold / 2))
@@ -162,10 +160,7 @@ func testViolationHoldOff(t *testing.T, engine string) {
 	c.access("")
 	b, err := chat("Elsewhere", "stray", "hello?").AppendPacket(nil)
 	require.NoError(t, err)
-	var flood []byte
-	for range maxStrays + 1 {
-		flood = append(flood, b...)
-	}
+	flood := bytes.Repeat(b, maxStrays+1)
 	start := time.Now()
 	c.sendRaw(flood)
 	c.expectClosed()
@@ -238,10 +233,7 @@ func testChatRatePaces(t *testing.T, engine string) {
 	a.expect() // b's entry
 	one, err := chat("Paced", "a", "fast").AppendPacket(nil)
 	require.NoError(t, err)
-	var batch []byte
-	for range chats {
-		batch = append(batch, one...)
-	}
+	batch := bytes.Repeat(one, chats)
 	start := time.Now()
 	a.sendRaw(batch)
 	for range chats {
@@ -271,10 +263,7 @@ func testHeldThenStopped(t *testing.T, engine string) {
 			require.NoError(t, s.Start())
 			stray, err := chat("Elsewhere", "stray", "flood").AppendPacket(nil)
 			require.NoError(t, err)
-			var flood []byte
-			for range maxStrays + 1 {
-				flood = append(flood, stray...)
-			}
+			flood := bytes.Repeat(stray, maxStrays+1)
 			a := dial(t, s)
 			a.access("")
 			a.sendRaw(flood)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"testing"
@@ -57,10 +58,7 @@ func testNoStallClosingManySessions(t *testing.T, engine string) {
 	const sessions = 30000
 	req, err := (&protocol.EnterPrivate{Type: protocol.Request, RoomName: "Flood", FromName: "attacker", ToName: "attacker"}).AppendPacket(nil)
 	require.NoError(t, err)
-	batch := make([]byte, 0, 1000*len(req))
-	for range 1000 {
-		batch = append(batch, req...)
-	}
+	batch := bytes.Repeat(req, 1000)
 	// The writer keeps at most two batches' confirms (about 80 KB)
 	// ahead of the reader: a client that lets the server's replies pile
 	// up past the send buffer (256 KiB) is a slow consumer, which a
