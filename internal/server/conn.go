@@ -384,8 +384,7 @@ func (c *conn) serve() {
 				}
 			}
 			if c.doomOnRead(err) {
-				c.holdUnread()
-				c.doomedClose()
+				c.holdThenClose()
 				return
 			}
 			c.readFailed(err)
@@ -399,8 +398,7 @@ func (c *conn) serve() {
 		}
 		c.handle(f)
 		if c.share.doomed {
-			c.holdUnread()
-			c.doomedClose()
+			c.holdThenClose()
 			return
 		}
 		if c.paceRoom {

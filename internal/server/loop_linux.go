@@ -171,8 +171,7 @@ type loop[X any] struct {
 	watch     []*sock[X]   // before Access with a deadline, or draining: the short scan's
 	nextScan  time.Time
 	waitFrom  time.Time // when the last wait began (waitTime)
-	quiet     bool      // the last quietWaits waits took quietWait or more each: the next goes through the scheduler
-	longWaits int       // waits in a row that took quietWait or more
+	longWaits int       // waits in a row that took quietWait or more: from quietWaits on, the next goes through the scheduler
 	ticks     int       // ticks since the last full scan
 	pool      bufPool
 	discard   [512]byte
@@ -493,7 +492,7 @@ func (l *loop[X]) run() {
 			l.resumePaused(0) // those that yielded in the last round
 		}
 		d := l.waitTime()
-		if err := l.p.poll(d, l.quiet); err != nil {
+		if err := l.p.poll(d, l.longWaits >= quietWaits); err != nil {
 			l.s.log.Error("event loop: wait failed", "engine", l.s.Engine(), "err", err)
 			return
 		}
@@ -506,7 +505,6 @@ func (l *loop[X]) run() {
 		} else {
 			l.longWaits = 0
 		}
-		l.quiet = l.longWaits >= quietWaits
 		if len(l.timed) > 0 && l.timed[0].pauseBy <= now.UnixNano() {
 			l.resumePaused(now.UnixNano())
 		}
@@ -775,7 +773,7 @@ func (l *loop[X]) pause(k *sock[X], held *protocol.Frame, d time.Duration) {
 // holdDoomed holds a connection doomed by what it sent, unread, for the
 // violation hold; it is closed on resuming (or at once with no hold).
 func (l *loop[X]) holdDoomed(k *sock[X]) {
-	if d := l.s.violationHold(); d > 0 {
+	if d := l.s.cfg.ViolationHold; d > 0 {
 		k.c.shrinkRecv()
 		l.pause(k, nil, d)
 		return

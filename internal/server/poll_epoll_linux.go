@@ -119,11 +119,11 @@ func (p *epollPoller) poll(d time.Duration, quiet bool) error {
 // open it keeps the loop's P (waitKeepingP) unless the loop is quiet; with
 // none, or quiet, it waits through the scheduler, its P free.
 func (p *epollPoller) wait(d time.Duration, quiet bool) (int, error) {
-	msec := int((d + time.Millisecond - 1) / time.Millisecond)
+	msec := -1
+	if d >= 0 {
+		msec = int((d + time.Millisecond - 1) / time.Millisecond)
+	}
 	if d < 0 || (quiet && d > 0) {
-		if d < 0 {
-			msec = -1
-		}
 		n, err := unix.EpollWait(p.epfd, p.events, msec)
 		if err == unix.EINTR {
 			return 0, nil

@@ -88,15 +88,6 @@ func (c *conn) strayChat() {
 	}
 }
 
-// violationHold is how long a doomed connection is held before its close
-// (Config.ViolationHold; 0: closed at once).
-func (s *Server) violationHold() time.Duration {
-	if s.cfg.ViolationHold == Off {
-		return 0
-	}
-	return s.cfg.ViolationHold
-}
-
 // endHolds lets every held connection go (Drain and Shutdown close them).
 func (s *Server) endHolds() {
 	s.stopOnce.Do(func() { close(s.stopping) })
@@ -166,19 +157,19 @@ func (c *conn) shrinkRecv() {
 	}
 }
 
-// holdUnread keeps a doomed connection of a reading goroutine open and
-// unread for the violation hold, or until the server drains or shuts
-// down. It sleeps: a thousand held connections cost no wake-ups.
-func (c *conn) holdUnread() {
-	d := c.s.violationHold()
-	if d <= 0 {
-		return
+// holdThenClose keeps a doomed connection of a reading goroutine open and
+// unread for the violation hold (Config.ViolationHold; Off: not at all),
+// or until the server drains or shuts down, then closes it. It sleeps: a
+// thousand held connections cost no wake-ups.
+func (c *conn) holdThenClose() {
+	if d := c.s.cfg.ViolationHold; d > 0 {
+		c.shrinkRecv()
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.s.stopping:
+		}
+		t.Stop()
 	}
-	c.shrinkRecv()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-c.s.stopping:
-	}
+	c.doomedClose()
 }
