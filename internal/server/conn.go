@@ -59,7 +59,7 @@ type conn struct {
 	queued   int      // WebSocket: bytes waiting, including the message being written
 	reason   string
 	detail   string        // what was wrong, for the log
-	wake     chan struct{} // WebSocket writer
+	wake     chan struct{} // WebSocket: its writer's; TCP on the goroutine engine: ends its violation hold (displace.go)
 
 	nc     net.Conn
 	remote string
@@ -76,7 +76,11 @@ type conn struct {
 	// WebSocket: unix nanoseconds of the last packet read (the reader
 	// stores it, the writer's idle check loads it).
 	lastPacket atomic.Int64
-	accessedWS atomic.Bool // WebSocket: accessed, as the writer sees it
+	// status: connAdmitted (its Access was read), connHeld (in its
+	// violation hold), as other goroutines see them: a WebSocket's writer,
+	// displacement at a connection limit (displace.go).
+	status atomic.Uint32
+	born   int64 // unix nanoseconds of its tracking (s.mu): displacement takes the oldest first
 
 	pmu    sync.Mutex            // guards privs and opened
 	privs  map[*private]struct{} // private sessions this connection is in

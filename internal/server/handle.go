@@ -136,6 +136,7 @@ func (c *conn) sendPing() {
 func (c *conn) handleAccess(a *protocol.Access, pw *protocol.PasswordAccess) {
 	s := c.s
 	c.accessed = true
+	c.status.Or(connAdmitted)
 	result := protocol.AccessOK
 	switch {
 	case !s.versions[a.AppletVersion]:

@@ -776,6 +776,7 @@ func (l *loop[X]) holdDoomed(k *sock[X]) {
 	if d := l.s.cfg.ViolationHold; d > 0 {
 		k.c.shrinkRecv()
 		l.pause(k, nil, d)
+		k.c.beginHold()
 		return
 	}
 	k.c.doomedClose()

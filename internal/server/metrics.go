@@ -49,6 +49,10 @@ const (
 	// answered with its HTTP error and closed, or bytes that cannot begin
 	// an HTTP request, closed at once (never counted as accepted).
 	ReasonNotWebSocket = "not_websocket"
+	// ReasonDisplaced: no Access a second after the connect, closed at a
+	// connection limit (the open-files limit, --max-connections) to make
+	// room for a new connection (displace.go).
+	ReasonDisplaced = "displaced"
 
 	ReasonMaxConns  = "max_connections" // refused at accept: --max-connections
 	ReasonOpenFiles = "open_files"      // refused at accept: out of descriptors
@@ -71,7 +75,7 @@ const (
 var closeReasons = []string{ReasonEOF, ReasonReadError, ReasonWriteError, ReasonProtocol, ReasonTooLarge,
 	ReasonFirstPacket, ReasonSecondAccess, ReasonAccessDenied, ReasonTooLong, ReasonBadRequest,
 	ReasonNotAllowed, ReasonSlowConsumer, ReasonIdle, ReasonShutdown, ReasonAccessTimeout, ReasonHandshakeTimeout,
-	ReasonNotInRoom, ReasonNotWebSocket, ReasonPacketTimeout}
+	ReasonNotInRoom, ReasonNotWebSocket, ReasonPacketTimeout, ReasonDisplaced}
 
 // packetIndex maps a packet id to a slot of the per-packet counters; slot 0
 // is "unknown".
@@ -117,6 +121,8 @@ type counters struct {
 	deliveries            atomic.Uint64
 	privateChats          atomic.Uint64
 	strays                atomic.Uint64
+	held                  atomic.Int64  // connections in their violation hold now
+	holdsCut              atomic.Uint64 // violation holds ended early at a connection limit
 }
 
 func newCounters() *counters {
@@ -171,6 +177,8 @@ var (
 	descPrivate      = prometheus.NewDesc("volanogo_private_chats_total", "Private chat messages relayed.", nil, nil)
 	descStrays       = prometheus.NewDesc("volanogo_chats_dropped_total", "Chats dropped because their sender was not in the room or private session they named.", nil, nil)
 	descSlow         = prometheus.NewDesc("volanogo_slow_consumer_closes_total", "Connections closed because their outgoing bytes passed the send buffer.", nil, nil)
+	descHeld         = prometheus.NewDesc("volanogo_connections_held", "Connections doomed by what they sent, held unread for --violation-hold before their close.", nil, nil)
+	descHoldsCut     = prometheus.NewDesc("volanogo_violation_holds_cut_total", "Violation holds ended early (the connection closed) to make room at a connection limit.", nil, nil)
 	// descInfo is an info series (always 1): the engine serving the TCP
 	// connections and the build, so that a client comparing engines can
 	// read which one it measured (volanogo load records it).
@@ -272,7 +280,7 @@ type collector struct {
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOpen, descAccepted, descClosed, descRefused, descReqRefused, descAcceptErrors,
 		descRooms, descUsers, descPacketsIn, descPacketsOut, descBytesIn, descBytesOut, descChats,
-		descDeliveries, descPrivate, descStrays, descSlow, descInfo, descCoalesce, descLoopConns, descEnv, descGCPause} {
+		descDeliveries, descPrivate, descStrays, descSlow, descHeld, descHoldsCut, descInfo, descCoalesce, descLoopConns, descEnv, descGCPause} {
 		ch <- d
 	}
 }
@@ -315,6 +323,8 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descPrivate, c.privateChats.Load())
 	counter(descStrays, c.strays.Load())
 	counter(descSlow, c.closed[ReasonSlowConsumer].Load())
+	gauge(descHeld, c.held.Load())
+	counter(descHoldsCut, c.holdsCut.Load())
 	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, k.engine(), k.version)
 	ch <- prometheus.MustNewConstMetric(descCoalesce, prometheus.GaugeValue, k.coalesce.Seconds())
 	for i, n := range k.loops() {

@@ -479,6 +479,7 @@ type Server struct {
 	eng        ioEngine       // the event-loop engine, once started (nil: goroutines); guarded by mu
 	engine     string         // the engine in use, once Start or ServeTCP resolved it; guarded by mu
 	lastEMFILE atomic.Int64   // unix nanos of the last "out of descriptors" log line
+	lastRoom   atomic.Int64   // unix nanos of the last makeRoom scan
 
 	// testHookTracked, when set, runs between a connection's tracking and
 	// its hand-over to its engine (tests force a close into that window).
@@ -825,7 +826,9 @@ func (a *acceptor) loop() {
 				continue
 			}
 		}
-		if s.cfg.MaxConnections > 0 && s.counters.open.Load() >= int64(s.cfg.MaxConnections) {
+		// At the limit, a connection let go by makeRoom makes room for
+		// this one (the open count falls as the loops close them).
+		if s.cfg.MaxConnections > 0 && s.counters.open.Load() >= int64(s.cfg.MaxConnections) && s.makeRoom() == 0 {
 			s.refuse(ReasonMaxConns, nc.RemoteAddr().String())
 			_ = nc.Close()
 			continue
@@ -877,6 +880,12 @@ func (a *acceptor) acceptFailed(err error) net.Conn {
 		return nil
 	}
 	s.logOutOfFiles(err)
+	if s.makeRoom() > 0 {
+		// The next pass accepts the waiting client, once the
+		// connections let go have given their descriptors back.
+		waitForDescriptor()
+		return nil
+	}
 	if a.reserve == nil {
 		time.Sleep(10 * time.Millisecond)
 		return nil
@@ -942,6 +951,7 @@ func (s *Server) track(c *conn) bool {
 	if s.closing || s.draining.Load() {
 		return false
 	}
+	c.born = time.Now().UnixNano()
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.counters.open.Add(1)
@@ -955,6 +965,9 @@ func (s *Server) untrack(c *conn, reason string) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	if c.status.And(^uint32(connHeld))&connHeld != 0 {
+		s.counters.held.Add(-1)
+	}
 	s.counters.open.Add(-1)
 	if v, ok := s.counters.closed[reason]; ok {
 		v.Add(1)

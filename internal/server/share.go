@@ -164,10 +164,16 @@ func (c *conn) shrinkRecv() {
 func (c *conn) holdThenClose() {
 	if d := c.s.cfg.ViolationHold; d > 0 {
 		c.shrinkRecv()
+		end := make(chan struct{}, 1)
+		c.mu.Lock()
+		c.wake = end
+		c.mu.Unlock()
+		c.beginHold()
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
 		case <-c.s.stopping:
+		case <-end: // displace.go: descriptors are short
 		}
 		t.Stop()
 	}

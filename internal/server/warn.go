@@ -18,7 +18,7 @@ var warnReasons = map[string]bool{
 	ReasonProtocol: true, ReasonTooLarge: true, ReasonFirstPacket: true, ReasonSecondAccess: true,
 	ReasonTooLong: true, ReasonBadRequest: true, ReasonNotAllowed: true, ReasonSlowConsumer: true,
 	ReasonIdle: true, ReasonAccessTimeout: true, ReasonHandshakeTimeout: true, ReasonNotInRoom: true,
-	ReasonPacketTimeout: true,
+	ReasonPacketTimeout: true, ReasonDisplaced: true,
 }
 
 // warner turns a flood of similar events into a bounded log: the first

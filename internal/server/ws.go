@@ -194,7 +194,7 @@ func (c *conn) serveWS() {
 	}
 	_ = c.ws.SetReadDeadline(first)
 	c.ws.SetPongHandler(func(string) error {
-		if !c.accessedWS.Load() {
+		if !c.admitted() {
 			return nil
 		}
 		return c.ws.SetReadDeadline(time.Now().Add(wsPongWait))
@@ -246,7 +246,6 @@ func (c *conn) serveWS() {
 			return
 		}
 		if c.accessed {
-			c.accessedWS.Store(true)
 			_ = c.ws.SetReadDeadline(time.Now().Add(wsPongWait))
 		}
 		c.yieldSometimes()
@@ -257,7 +256,7 @@ func (c *conn) serveWS() {
 // packet has come for an idle timeout, the close after two.
 func (c *conn) wsIdle(pinged *bool) bool {
 	idle := c.s.cfg.IdleTimeout
-	if idle <= 0 || !c.accessedWS.Load() {
+	if idle <= 0 || !c.admitted() {
 		return true
 	}
 	since := time.Since(time.Unix(0, c.lastPacket.Load()))
