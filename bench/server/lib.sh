@@ -1,11 +1,17 @@
 # lib.sh: shared by the scripts of bench/server (sourced, not run).
 # Builds volanogo and the attack tool into $OUT, starts `volanogo serve`
 # on a loopback port, reads its RSS and metrics, and stops it.
+# VOLANOGO=path serves with that build instead (an A/B against another
+# commit's binary).
 set -eu
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench-server.XXXXXX")}
 mkdir -p "$OUT"
-go build -o "$OUT/volanogo" ./cmd/volanogo
+if [ -n "${VOLANOGO:-}" ]; then
+	cp "$VOLANOGO" "$OUT/volanogo"
+else
+	go build -o "$OUT/volanogo" ./cmd/volanogo
+fi
 go build -o "$OUT/attack" ./bench/server/attack
 PORT=${PORT:-18000}
 MPORT=${MPORT:-18002}

@@ -14,6 +14,10 @@
 //	attack -mode stray     -n 4               chats to a room the sender never entered
 //	attack -mode refused   -n 4000            14 bytes of a packet over --max-packet, again
 //	                                          at each close (held connections en masse)
+//	attack -mode squat     -n 4000            connections that never send a byte, again at
+//	                                          each close (an open-files limit held)
+//	attack -mode admit     -n 20              users each trying to get an Access answered
+//	                                          (one every 100 ms): how long it takes them
 //
 // With -probe (the default) a separate room of two users exchanges chats
 // at -probe-rate throughout and the delivery latency percentiles are
@@ -41,11 +45,11 @@ import (
 
 var (
 	addr      = flag.String("addr", "127.0.0.1:8000", "server chat address")
-	mode      = flag.String("mode", "probe", "silent, partial, malformed, privflood, rooms, slow, trickle, stray, refused or probe")
+	mode      = flag.String("mode", "probe", "silent, partial, malformed, privflood, rooms, slow, trickle, stray, refused, squat, admit or probe")
 	n         = flag.Int("n", 1000, "connections or requests")
 	self      = flag.Bool("self", false, "privflood: invite oneself (else the other user)")
 	duration  = flag.Duration("duration", 10*time.Second, "probe and slow: how long")
-	hold      = flag.Duration("hold", 60*time.Second, "silent and partial: longest wait for the server to close")
+	hold      = flag.Duration("hold", 60*time.Second, "silent and partial: longest wait for the server to close; admit: longest a user tries")
 	probe     = flag.Bool("probe", true, "run the latency probe room alongside")
 	probeRate = flag.Int("probe-rate", 200, "probe chats per second")
 	tag       = flag.String("tag", strconv.Itoa(os.Getpid()), "room-name prefix (distinct per process)")
@@ -90,6 +94,10 @@ func main() {
 		err = stray()
 	case "refused":
 		err = refused()
+	case "squat":
+		err = squat()
+	case "admit":
+		err = admit()
 	case "probe":
 		// ends after -duration or at SIGINT/SIGTERM, printing its figures
 		sig := make(chan os.Signal, 1)
