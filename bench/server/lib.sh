@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench-server.XXXXXX")}
 mkdir -p "$OUT"
 if [ -n "${VOLANOGO:-}" ]; then
-	cp "$VOLANOGO" "$OUT/volanogo"
+	[ "$VOLANOGO" -ef "$OUT/volanogo" ] || cp "$VOLANOGO" "$OUT/volanogo"
 else
 	go build -o "$OUT/volanogo" ./cmd/volanogo
 fi
