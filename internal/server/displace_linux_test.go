@@ -3,12 +3,15 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -70,4 +73,53 @@ func testDisplaceAtOpenFilesLimit(t *testing.T, engine string) {
 			}
 		})
 	}
+}
+
+// TestDisplaceForWebSocket: on a server with only a WebSocket listener,
+// whose descriptors are all taken by WebSocket connections silent for a
+// second, a new user of the WebSocket gets in: the listener makes room as
+// the chat listener does (with a chat listener, whose accepts fail at the
+// limit too, either would).
+func TestDisplaceForWebSocket(t *testing.T) {
+	const limit = 64
+	t.Setenv("VOLANOGO_CHILD_WS", "only") // this test is not parallel: the child inherits it
+	child := startChild(t, EngineGoroutine, limit)
+	var wsURL string
+	select {
+	case l := <-child.lines:
+		wsURL = "ws://" + strings.TrimPrefix(l, "WS ") + "/chat"
+	case <-time.After(10 * time.Second):
+		t.Fatal("no WebSocket address")
+	}
+	var conns []*websocket.Conn
+	t.Cleanup(func() {
+		for _, ws := range conns {
+			ws.Close()
+		}
+	})
+	// Fill the descriptors with upgraded connections that send nothing,
+	// until an upgrade is not answered.
+	start := time.Now()
+	quick := websocket.Dialer{HandshakeTimeout: 300 * time.Millisecond}
+	for range limit {
+		ws, _, err := quick.Dial(wsURL, nil)
+		if err != nil {
+			break
+		}
+		conns = append(conns, ws)
+	}
+	require.Less(t, len(conns), limit, "the server never ran out of descriptors")
+	time.Sleep(time.Until(start.Add(displaceAge + displaceEvery)))
+
+	d := websocket.Dialer{HandshakeTimeout: 3 * time.Second}
+	ws, _, err := d.Dial(wsURL, nil)
+	require.NoError(t, err, "the upgrade at the limit; server log:\n%s", child.stderr.String())
+	defer ws.Close()
+	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, mustPacket(t, markAccess(""))))
+	_ = ws.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, msg, err := ws.ReadMessage()
+	require.NoError(t, err)
+	p, err := protocol.NewReader(bytes.NewReader(msg), 0).ReadPacket()
+	require.NoError(t, err)
+	assert.Equal(t, protocol.AccessOK, p.(*protocol.Access).Result)
 }

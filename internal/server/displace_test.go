@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -137,4 +138,30 @@ func BenchmarkMakeRoomScan(b *testing.B) {
 			b.Fatal("let a connection go")
 		}
 	}
+}
+
+// TestDisplaceAtMaxConnectionsWS: the WebSocket listener makes room at
+// --max-connections as the chat listener does.
+func TestDisplaceAtMaxConnectionsWS(t *testing.T) {
+	s := startServer(t, Config{WSListen: "127.0.0.1:0", MaxConnections: 2})
+	var silent []*wsClient
+	for range 2 {
+		w, _, err := dialWS(t, s, "")
+		require.NoError(t, err)
+		silent = append(silent, w)
+	}
+	waitFor(t, "full", func() bool { return s.counters.open.Load() == 2 })
+	time.Sleep(displaceAge + displaceEvery)
+	w, _, err := dialWS(t, s, "")
+	require.NoError(t, err, "upgraded at the limit")
+	w.send(markAccess(""))
+	assert.Equal(t, protocol.AccessOK, w.expect().(*protocol.Access).Result)
+	for _, c := range silent {
+		_ = c.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _, err := c.ws.ReadMessage()
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "displaced")
+	}
+	waitFor(t, "the displaced counted", func() bool { return s.counters.closed[ReasonDisplaced].Load() == 2 })
+	assert.Zero(t, s.counters.refused[ReasonMaxConns].Load())
 }

@@ -334,6 +334,13 @@ func childMain() int {
 	if os.Getenv("VOLANOGO_CHILD_METRICS") != "" {
 		cfg.MetricsListen = "127.0.0.1:0"
 	}
+	switch os.Getenv("VOLANOGO_CHILD_WS") {
+	case "":
+	case "only":
+		cfg.Listen, cfg.WSListen = "", "127.0.0.1:0"
+	default:
+		cfg.WSListen = "127.0.0.1:0"
+	}
 	s, err := New(cfg)
 	if err == nil {
 		err = s.Start()
@@ -345,6 +352,9 @@ func childMain() int {
 	fmt.Printf("ADDR %s\n", s.Addr())
 	if cfg.MetricsListen != "" {
 		fmt.Printf("METRICS %s\n", s.MetricsAddr())
+	}
+	if cfg.WSListen != "" {
+		fmt.Printf("WS %s\n", s.WSAddr())
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM)

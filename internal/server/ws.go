@@ -33,7 +33,7 @@ func (s *Server) WebSocketHandler() http.Handler {
 		CheckOrigin:     s.checkOrigin,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.MaxConnections > 0 && s.counters.open.Load() >= int64(s.cfg.MaxConnections) {
+		if s.cfg.MaxConnections > 0 && s.counters.open.Load() >= int64(s.cfg.MaxConnections) && s.makeRoom() == 0 {
 			s.counters.refused[ReasonMaxConns].Add(1)
 			http.Error(w, "too many connections", http.StatusServiceUnavailable)
 			return
@@ -110,12 +110,22 @@ type handshakeListener struct {
 	s *Server
 }
 
+// Accept makes room at the open-files limit as the chat listener does
+// (displace.go), so that a user of the WebSocket is not left in the
+// backlog behind connections that will never chat; when there is none to
+// let go, the HTTP server retries after a pause of its own.
 func (l *handshakeListener) Accept() (net.Conn, error) {
-	nc, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			if outOfFiles(err) && l.s.makeRoom() > 0 {
+				waitForDescriptor()
+				continue
+			}
+			return nil, err
+		}
+		return &handshakeConn{Conn: nc, s: l.s}, nil
 	}
-	return &handshakeConn{Conn: nc, s: l.s}, nil
 }
 
 // handshakeKey is the request context's key of its *handshakeConn.
