@@ -138,7 +138,7 @@ ends it at once.`,
 	f.IntVar(&o.maxProfile, "max-profile", server.DefaultMaxProfile, "longest user profile, in UTF-16 units after trimming")
 	f.IntVar(&o.maxText, "max-text", server.DefaultMaxText, "longest chat text, in UTF-16 units after trimming")
 	f.StringArrayVar(&o.acceptVersions, "accept-version", []string{server.DefaultVersion}, "applet version an Access request may carry (repeatable)")
-	f.IntVar(&o.maxConnections, "max-connections", 0, "refuse connections past this many open ones (0: no limit)")
+	f.IntVar(&o.maxConnections, "max-connections", 0, "refuse connections past this many open ones, once none can be let go to make room: held for a violation, or a second without an Access (0: no limit)")
 	f.DurationVar(&o.accessTimeout, "access-timeout", server.DefaultAccessTimeout, "time a new connection has to deliver its whole Access request (0: no limit)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "send a Ping to a client silent this long, close it one timeout later (0: off)")
 	f.DurationVar(&o.packetTimeout, "packet-timeout", server.DefaultPacketTimeout, "close a client whose packet, once begun, has not arrived whole in this long (0: off)")

@@ -206,7 +206,8 @@ type Config struct {
 	MaxName, MaxRoomName, MaxProfile, MaxText int
 	// AcceptVersions are the applet versions an Access may carry.
 	AcceptVersions []string
-	// MaxConnections refuses connections past this many (0 = no limit).
+	// MaxConnections refuses connections past this many (0 = no limit),
+	// once none can be let go to make room (displace.go).
 	MaxConnections int
 	// AccessTimeout is how long a connection has to deliver its Access
 	// (default DefaultAccessTimeout; Off: no deadline).
