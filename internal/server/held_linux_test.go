@@ -55,8 +55,10 @@ func testHeldReceiveBuffer(t *testing.T, engine string) {
 	require.NoError(t, err)
 	held.sendRaw(big[:12]) // header, empty filter, count: refused
 	waitFor(t, "the held connection's buffer shrunk", func() bool { return rcvbuf(held) <= 2*holdRecvBuffer })
+	waitFor(t, "the held gauge", func() bool { return s.counters.held.Load() == 1 })
 	assert.Positive(t, rcvbuf(held), "held, not closed")
 	assert.Equal(t, before, rcvbuf(honest), "the others' untouched")
 	held.expectClosed()
 	waitFor(t, "the close counted", func() bool { return s.counters.closed[ReasonTooLarge].Load() == 1 })
+	assert.Zero(t, s.counters.held.Load(), "the held gauge after the hold")
 }

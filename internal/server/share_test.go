@@ -296,6 +296,7 @@ func testHeldThenStopped(t *testing.T, engine string) {
 			a.expectClosed()
 			b.expectClosed()
 			assert.Zero(t, s.counters.open.Load(), "connections open")
+			assert.Zero(t, s.counters.held.Load(), "connections held")
 			closed := uint64(0)
 			for _, v := range s.counters.closed {
 				closed += v.Load()
