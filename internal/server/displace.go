@@ -73,7 +73,7 @@ func (c *conn) admitted() bool { return c.status.Load()&connAdmitted != 0 }
 // listen backlog behind an attacker's reconnecting connections gets in
 // only when the room made reaches it (bench/server/occupied.sh: with 32 a
 // scan, held connections let go oldest first, users waited 0.5-1.2 s at
-// the median and up to 4.9 s; all at once, 4-10 ms and up to 39 ms), and
+// the median and up to 4.9 s; all at once, 8-12 ms and up to 54 ms), and
 // each connection let go costs the attacker a dial, as it costs the
 // server an accept.
 func (s *Server) makeRoom() int {
