@@ -34,14 +34,6 @@ const (
 	connHeld                 // in its violation hold
 )
 
-// beginHold marks c as held for the violation hold (the held gauge, and
-// displacement ends the hold when descriptors are short).
-func (c *conn) beginHold() {
-	if c.status.Or(connHeld)&connHeld == 0 {
-		c.s.counters.held.Add(1)
-	}
-}
-
 // endHold ends c's violation hold now: it is closed for what it sent,
 // as at the hold's end.
 func (c *conn) endHold() {

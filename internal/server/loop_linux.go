@@ -774,7 +774,6 @@ func (l *loop[X]) pause(k *sock[X], held *protocol.Frame, d time.Duration) {
 // violation hold; it is closed on resuming (or at once with no hold).
 func (l *loop[X]) holdDoomed(k *sock[X]) {
 	if d := l.s.cfg.ViolationHold; d > 0 {
-		k.c.shrinkRecv()
 		l.pause(k, nil, d)
 		k.c.beginHold()
 		return

@@ -149,11 +149,15 @@ func (c *conn) chargeSearch(searched int) {
 // the network stack.
 const holdRecvBuffer = 4 << 10
 
-// shrinkRecv gives a connection held for its close the small receive
-// buffer of holdRecvBuffer.
-func (c *conn) shrinkRecv() {
+// beginHold starts c's violation hold: c gets the small receive buffer
+// of holdRecvBuffer, and is marked held (the held gauge; displacement
+// ends the hold when descriptors are short, displace.go).
+func (c *conn) beginHold() {
 	if rb, ok := c.nc.(interface{ SetReadBuffer(n int) error }); ok {
 		_ = rb.SetReadBuffer(holdRecvBuffer)
+	}
+	if c.status.Or(connHeld)&connHeld == 0 {
+		c.s.counters.held.Add(1)
 	}
 }
 
@@ -163,10 +167,9 @@ func (c *conn) shrinkRecv() {
 // thousand held connections cost no wake-ups.
 func (c *conn) holdThenClose() {
 	if d := c.s.cfg.ViolationHold; d > 0 {
-		c.shrinkRecv()
 		end := make(chan struct{}, 1)
 		c.mu.Lock()
-		c.wake = end
+		c.wake = end // before the hold is marked: endHold sends on it
 		c.mu.Unlock()
 		c.beginHold()
 		t := time.NewTimer(d)
