@@ -18,7 +18,13 @@ import (
 // again as soon as the server closes it, for -duration: the descriptors
 // of a server at its open-files limit held the way a silent attacker
 // holds them (mode refused holds them with refused packets instead).
-func squat() error {
+func squat() error { return occupy(nil) }
+
+// occupy keeps -n connections open for -duration, each sending first (if
+// any) and then waiting for the server's close, dialled again at once.
+// It prints the connections, those the server closed, and its own CPU
+// time.
+func occupy(first []byte) error {
 	var (
 		dials, closed atomic.Int64
 		wg            sync.WaitGroup
@@ -37,8 +43,10 @@ func squat() error {
 					continue
 				}
 				_ = c.SetDeadline(deadline)
-				if _, err := io.Copy(io.Discard, c); !errors.Is(err, os.ErrDeadlineExceeded) {
-					closed.Add(1)
+				if err := writeFirst(c, first); err == nil {
+					if _, err := io.Copy(io.Discard, c); !errors.Is(err, os.ErrDeadlineExceeded) {
+						closed.Add(1)
+					}
 				}
 				c.Close()
 			}
@@ -48,6 +56,15 @@ func squat() error {
 	cpu := cpuSelf() - cpu0
 	fmt.Printf("connections=%d closed_by_server=%d attacker_cpu_s=%.3f\n", dials.Load(), closed.Load(), cpu.Seconds())
 	return nil
+}
+
+// writeFirst writes b to c, if there is any.
+func writeFirst(c net.Conn, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := c.Write(b)
+	return err
 }
 
 // admit measures how long a user who means to chat takes to get in: -n

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -289,39 +288,5 @@ func (c *lowWater) SetReadLowWater(n int) error {
 // first 14 bytes of the trickle packet (a count that --max-packet
 // refuses) and wait for the server to close them, reconnecting at once:
 // as many held connections at a time as the attacker has, each costing it
-// a dial and a write a hold. It prints the connections and its own CPU
-// time.
-func refused() error {
-	head := tricklePacket(false)[:14]
-	var (
-		dials, closed atomic.Int64
-		wg            sync.WaitGroup
-	)
-	cpu0 := cpuSelf()
-	deadline := time.Now().Add(*duration)
-	for range *n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				dials.Add(1)
-				c, err := net.DialTimeout("tcp", *addr, 10*time.Second)
-				if err != nil {
-					time.Sleep(10 * time.Millisecond) // refused: do not spin
-					continue
-				}
-				_ = c.SetDeadline(deadline)
-				if _, err := c.Write(head); err == nil {
-					if _, err := io.Copy(io.Discard, c); !errors.Is(err, os.ErrDeadlineExceeded) {
-						closed.Add(1)
-					}
-				}
-				c.Close()
-			}
-		}()
-	}
-	wg.Wait()
-	cpu := cpuSelf() - cpu0
-	fmt.Printf("connections=%d closed_by_server=%d attacker_cpu_s=%.3f\n", dials.Load(), closed.Load(), cpu.Seconds())
-	return nil
-}
+// a dial and a write a hold (occupy).
+func refused() error { return occupy(tricklePacket(false)[:14]) }
