@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,13 +86,7 @@ func TestDisplaceForWebSocket(t *testing.T) {
 	const limit = 64
 	t.Setenv("VOLANOGO_CHILD_WS", "only") // this test is not parallel: the child inherits it
 	child := startChild(t, EngineGoroutine, limit)
-	var wsURL string
-	select {
-	case l := <-child.lines:
-		wsURL = "ws://" + strings.TrimPrefix(l, "WS ") + "/chat"
-	case <-time.After(10 * time.Second):
-		t.Fatal("no WebSocket address")
-	}
+	wsURL := "ws://" + child.announced(t, "WS") + "/chat"
 	var conns []*websocket.Conn
 	t.Cleanup(func() {
 		for _, ws := range conns {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,13 +48,7 @@ func TestHealthAtOpenFilesLimit(t *testing.T) {
 	const limit = 64
 	t.Setenv("VOLANOGO_CHILD_METRICS", "1") // this test is not parallel: the child inherits it
 	child := startChild(t, EngineGoroutine, limit)
-	var metrics string
-	select {
-	case l := <-child.lines:
-		metrics = "http://" + strings.TrimPrefix(l, "METRICS ")
-	case <-time.After(10 * time.Second):
-		t.Fatal("no metrics address")
-	}
+	metrics := "http://" + child.announced(t, "METRICS")
 	code, _, _ := probe(t, metrics+"/healthz")
 	require.Equal(t, http.StatusOK, code)
 

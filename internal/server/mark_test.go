@@ -275,6 +275,20 @@ func startChild(t testing.TB, engine string, nofile int) *childServer {
 	return c
 }
 
+// announced returns the address the child announced on its line with
+// prefix ("METRICS", "WS"), the next line it prints after ADDR.
+func (c *childServer) announced(t testing.TB, prefix string) string {
+	t.Helper()
+	select {
+	case l := <-c.lines:
+		require.True(t, strings.HasPrefix(l, prefix+" "), "child announced %q, not %s", l, prefix)
+		return strings.TrimPrefix(l, prefix+" ")
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the child announced no %s address", prefix)
+		return ""
+	}
+}
+
 // gc makes the child collect garbage and return memory to the system.
 func (c *childServer) gc(t testing.TB) {
 	t.Helper()
