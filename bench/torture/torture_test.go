@@ -23,7 +23,7 @@ func TestSmoke(t *testing.T) {
 	// that wait for them end in a blink.
 	s := testutil.StartServer(t, server.Config{WSListen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
 		AccessTimeout: testutil.Slack(time.Second), HandshakeTimeout: testutil.Slack(time.Second),
-		SendBuffer: 4096, SocketSendBuffer: 4096, MaxRooms: 3})
+		ViolationHold: testutil.Slack(time.Second), SendBuffer: 4096, SocketSendBuffer: 4096, MaxRooms: 3})
 	cfg := Config{
 		Target:   s.Addr().String(),
 		WS:       "ws://" + s.WSAddr().String() + "/chat",
